@@ -1,0 +1,56 @@
+# docq: two commands do all the set-up on a fresh Debian machine with Python 3.11.
+#   make up     start the whole local stack (redis, tritonserver, api, workers, flower)
+#   make test   run the test suite (starts the services it needs on free ports)
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+MODEL  := model_repository/doc-type/1/model.onnx
+
+.PHONY: up test lint format install system model bench clean
+
+up: install system model
+	$(BIN)/honcho start -f Procfile
+
+test: install system model
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+install: $(STAMP)
+
+# The project with every extra, in a virtualenv. torch is pinned in pyproject.toml: the
+# pinned CPU build lies on disk, an unpinned one pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[server,build,dev]'
+	touch $@
+
+# System packages: only redis-server (tritonserver comes inside the nvidia-pytriton wheel).
+system:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@# The Python-backend stub embeds libpython: Debian ships it apart from the interpreter.
+	@$(BIN)/python -c "import sysconfig,pathlib,sys; d=sysconfig.get_config_var('LIBDIR'); sys.exit(0 if list(pathlib.Path(d).glob('libpython3.11.so*')) or list(pathlib.Path('/usr/lib').rglob('libpython3.11.so*')) else 1)" \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpython3.11 >/dev/null; }
+
+# The demo model is built once (deterministic, a few minutes on 2 cores) and reused.
+model: $(MODEL)
+
+$(MODEL): | $(STAMP)
+	$(BIN)/python -m conversion.demo
+
+bench: install system model
+	$(BIN)/python -m bench.pipeline
+
+clean:
+	rm -rf $(VENV) build model_repository/*/[0-9]*/

@@ -1,0 +1,24 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from api.deps import Deps
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process is alive."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(deps: Deps) -> JSONResponse:
+    """Redis and Triton are reachable: the API can accept and the workers can classify."""
+    checks = {"redis": deps.store.ping(), "triton": deps.catalog.server_ready()}
+    ok = all(checks.values())
+    return JSONResponse({"status": "ok" if ok else "unavailable", "checks": checks}, 200 if ok else 503)

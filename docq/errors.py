@@ -1,0 +1,96 @@
+"""The one error tree of docq.
+
+    DocqError
+     ├── PermanentError          retrying cannot help: report it, never retry
+     │    ├── ValidationError    a bad upload or query (API answers 4xx, no job is created)
+     │    │    ├── PayloadTooLarge
+     │    │    └── UnsupportedMediaType
+     │    ├── NotFound           no such job (or it has expired)
+     │    ├── UnknownModel       the model is not in the Triton repository
+     │    └── ModelError         the model answered with something unusable
+     └── RetryableError          the world may heal: Celery retries these with backoff
+          ├── InferenceUnavailable   Triton unreachable, overloaded or timed out
+          ├── StoreUnavailable       Redis unreachable
+          └── QueueUnavailable       the broker did not take a job's tasks
+
+Only the API maps these to HTTP (api/errors.py); only RetryableError is retried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DocqError(Exception):
+    """Base of every error docq raises on purpose."""
+
+    code = "internal_error"
+
+    def __init__(self, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class PermanentError(DocqError):
+    """An error that retrying cannot fix."""
+
+
+class ValidationError(PermanentError):
+    """The request is malformed; nothing was created."""
+
+    code = "invalid_request"
+
+
+class PayloadTooLarge(ValidationError):
+    """The upload exceeds a configured size limit."""
+
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(ValidationError):
+    """The upload's content type is none of JSON, NDJSON or multipart."""
+
+    code = "unsupported_media_type"
+
+
+class NotFound(PermanentError):
+    """The job does not exist or has expired."""
+
+    code = "not_found"
+
+
+class UnknownModel(PermanentError):
+    """The named model is not served by Triton."""
+
+    code = "unknown_model"
+
+
+class ModelError(PermanentError):
+    """The model's configuration or answer is unusable."""
+
+    code = "model_error"
+
+
+class RetryableError(DocqError):
+    """A transient failure: the same work may succeed later."""
+
+    code = "unavailable"
+
+
+class InferenceUnavailable(RetryableError):
+    """Triton could not be reached, was overloaded, or did not answer in time."""
+
+    code = "inference_unavailable"
+
+
+class StoreUnavailable(RetryableError):
+    """Redis could not be reached."""
+
+    code = "store_unavailable"
+
+
+class QueueUnavailable(RetryableError):
+    """The broker did not take a job's tasks (the job was not created)."""
+
+    code = "queue_unavailable"

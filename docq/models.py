@@ -1,0 +1,61 @@
+"""What docq needs to know about a served model, read from Triton and its repository.
+
+The windowing parameters and batch limits come from the model's `config.pbtxt` as Triton
+serves it (so the packer, the Triton config and the TensorRT profile read the same
+numbers); labels and tokenizer files come from the model's folder in the repository.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from docq.errors import ModelError
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A classification model as the pipeline sees it."""
+
+    name: str
+    max_batch_size: int
+    max_seq_len: int
+    stride: int
+    aggregation: str
+    labels: tuple[str, ...]
+    tokenizer_dir: Path
+    runtime: str
+    input_names: tuple[str, str] = ("input_ids", "attention_mask")
+    output_name: str = "logits"
+
+    @classmethod
+    def from_triton_config(cls, config: dict[str, Any], repository: Path) -> ModelSpec:
+        """Build from Triton's model config (gRPC `get_model_config(as_json=True)["config"]`)."""
+        name = config["name"]
+        params = {k: v.get("string_value", "") for k, v in config.get("parameters", {}).items()}
+        folder = repository / name
+        try:
+            outputs = config["output"]
+            label_file = outputs[0].get("label_filename") or "labels.txt"
+            labels = tuple(
+                line.strip()
+                for line in (folder / label_file).read_text().splitlines()
+                if line.strip()
+            )
+            spec = cls(
+                name=name,
+                max_batch_size=int(config.get("max_batch_size", 0)) or 1,
+                max_seq_len=int(params.get("max_seq_len", "512")),
+                stride=int(params.get("stride", "64")),
+                aggregation=params.get("aggregation", "mean"),
+                labels=labels,
+                tokenizer_dir=folder / params.get("tokenizer", "tokenizer"),
+                runtime=params.get("runtime", ""),
+                output_name=outputs[0]["name"],
+            )
+        except (KeyError, ValueError, OSError) as exc:
+            raise ModelError(f"model {name!r} is not a usable docq classifier: {exc}") from exc
+        if not spec.labels:
+            raise ModelError(f"model {name!r} has no labels")
+        return spec

@@ -1,0 +1,44 @@
+"""The Celery app both sides share: the API enqueues through it, the workers consume it.
+
+Delivery is at-least-once: a task is acknowledged only after it ran (acks_late), handed
+back if its worker dies (reject_on_worker_lost), and redelivered by Redis after the
+visibility timeout. Shard tasks are idempotent, so at-least-once runs give exactly-once
+results. Messages carry ids, never documents.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from docq.config import Settings
+
+CPU_QUEUE = "cpu"
+PROCESS_SHARD = "docq.process_shard"
+
+
+def make_celery(settings: Settings) -> Celery:
+    """A Celery app configured for docq; creating it opens no connection."""
+    app = Celery("docq", broker=settings.celery_broker_url)
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,  # results live in the job store, not in a Celery backend
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,  # a worker holds one shard at a time, others stay queued
+        task_default_queue=CPU_QUEUE,
+        task_routes={PROCESS_SHARD: {"queue": CPU_QUEUE}},
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=True,  # Flower shows tasks as they run
+        task_send_sent_event=True,
+    )
+    return app
+
+
+def enqueue_shards(app: Celery, job_id: str, shards: int) -> None:
+    """One task per shard, by id."""
+    with app.producer_or_acquire() as producer:
+        for n in range(shards):
+            app.send_task(PROCESS_SHARD, args=[job_id, n], queue=CPU_QUEUE, producer=producer)

@@ -1,0 +1,111 @@
+"""Start a real Triton Inference Server from the `tritonserver` binary in the nvidia-pytriton wheel.
+
+`python -m docq.tritonserver` is what the Procfile runs and what the test fixtures start.
+On a CPU machine the wheel's server runs the Python backend; three things make it work
+(DESIGN.md, platform facts):
+
+- the Python-backend stub matching this interpreter is copied into `backends/python/`;
+- the stub embeds libpython, so `LD_LIBRARY_PATH` must hold the matching libpython3.x.so;
+- the stub takes its `sys.path` from the first `python3` on `PATH` (PYTHONPATH is not passed
+  through), so this virtualenv's `bin` goes first: models then import onnxruntime from it.
+
+On a GPU host the NGC container's own `tritonserver` is used instead (deploy/).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+import typer
+
+from docq.config import get_settings
+
+
+def wheel_root() -> Path:
+    """The `tritonserver` folder inside the installed nvidia-pytriton wheel."""
+    import pytriton  # the server ships inside this wheel; imported lazily: only the launcher needs it
+
+    return Path(pytriton.__file__).resolve().parent / "tritonserver"
+
+
+def prepare_backends(root: Path | None = None) -> Path:
+    """Put this interpreter's Python-backend stub where the server looks for it; return backends dir."""
+    root = root or wheel_root()
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stub = root / "python_backend_stubs" / version / "triton_python_backend_stub"
+    if not stub.exists():
+        raise RuntimeError(f"nvidia-pytriton ships no Python-backend stub for Python {version}")
+    target = root / "backends" / "python" / "triton_python_backend_stub"
+    if not target.exists() or target.stat().st_size != stub.stat().st_size:
+        tmp = target.with_suffix(".tmp")
+        shutil.copy2(stub, tmp)
+        os.replace(tmp, target)  # atomic: concurrent launchers never see half a binary
+    target.chmod(0o755)
+    return root / "backends"
+
+
+def server_env(base: dict[str, str]) -> dict[str, str]:
+    """The child environment: libpython on the loader path, this virtualenv first on PATH."""
+    env = dict(base)
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, env.get("LD_LIBRARY_PATH")) if p)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in (bindir, env.get("PATH")) if p)
+    return env
+
+
+def server_command(
+    model_repository: Path,
+    http_port: int,
+    grpc_port: int,
+    metrics_port: int,
+    *,
+    model_control: str = "none",
+    load: list[str] | None = None,
+    extra: list[str] | None = None,
+) -> list[str]:
+    """The tritonserver command line for this repository and these ports."""
+    root = wheel_root()
+    cmd = [
+        str(root / "bin" / "tritonserver"),
+        f"--model-repository={model_repository}",
+        f"--backend-directory={prepare_backends(root)}",
+        # loopback only: the local stack and tests expose nothing (deploy/ binds wider)
+        "--http-address=127.0.0.1",
+        "--grpc-address=127.0.0.1",
+        "--metrics-address=127.0.0.1",
+        f"--http-port={http_port}",
+        f"--grpc-port={grpc_port}",
+        f"--metrics-port={metrics_port}",
+        f"--model-control-mode={model_control}",
+        "--strict-readiness=true",
+        "--exit-on-error=false",
+        "--log-verbose=0",
+    ]
+    cmd += [f"--load-model={name}" for name in load or []]
+    return cmd + list(extra or [])
+
+
+def main(
+    http_port: int = typer.Option(None, help="HTTP port (default: DOCQ_TRITON_HTTP_PORT)."),
+    grpc_port: int = typer.Option(None, help="gRPC port (default: DOCQ_TRITON_GRPC_PORT)."),
+    metrics_port: int = typer.Option(None, help="Metrics port (default: DOCQ_TRITON_METRICS_PORT)."),
+    model_repository: Path = typer.Option(None, help="Repository (default: DOCQ_MODEL_REPOSITORY)."),
+) -> None:
+    """Replace this process with tritonserver (so that signals reach the server directly)."""
+    s = get_settings()
+    cmd = server_command(
+        model_repository or s.model_repository,
+        http_port or s.triton_http_port,
+        grpc_port or s.triton_grpc_port,
+        metrics_port or s.triton_metrics_port,
+    )
+    os.execve(cmd[0], cmd, server_env(dict(os.environ)))
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,75 @@
+"""Shared fixtures: real redis-server, tritonserver, Celery worker and the API, on free ports."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from docq.config import Settings
+from docq.store import JobStore
+from tests.services import REPO, celery_worker, redis_server, triton_server
+
+MODEL_REPOSITORY = REPO / "model_repository"
+
+
+@pytest.fixture(scope="session")
+def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("services")
+
+
+@pytest.fixture(scope="session")
+def redis_url(service_dir: Path) -> Iterator[str]:
+    with redis_server(service_dir / "redis") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def triton_url(service_dir: Path) -> Iterator[str]:
+    if not (MODEL_REPOSITORY / "doc-type" / "1" / "model.onnx").exists():
+        pytest.fail("the demo model is not built: run `make test` (or `make model`) first")
+    with triton_server(MODEL_REPOSITORY, service_dir / "triton.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def settings(redis_url: str, triton_url: str) -> Settings:
+    # Small shards so that a 50-document upload spreads over several tasks.
+    return Settings(
+        redis_url=redis_url,
+        triton_grpc_url=triton_url,
+        model_repository=MODEL_REPOSITORY,
+        shard_size=8,
+        task_retry_backoff_s=1,
+    )
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The environment a subprocess needs to see the same settings."""
+    env = dict(os.environ)
+    for name, value in settings.model_dump().items():
+        if value is not None:
+            env[f"DOCQ_{name.upper()}"] = str(value)
+    return env
+
+
+@pytest.fixture(scope="session")
+def worker(settings: Settings, service_dir: Path) -> Iterator[object]:
+    with celery_worker(settings_env(settings), service_dir / "worker.log") as proc:
+        yield proc
+
+
+@pytest.fixture(scope="session")
+def api(settings: Settings) -> Iterator[TestClient]:
+    from api.main import create_app
+
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+def store(redis_url: str) -> JobStore:
+    return JobStore.from_url(redis_url, shard_size=4, ttl_s=3600)

@@ -1,0 +1,101 @@
+"""The job store against a real redis-server."""
+
+from __future__ import annotations
+
+import pytest
+
+from docq.errors import NotFound
+from docq.jobs import JobStatus
+from docq.store import Document, JobStore
+
+
+def docs(n: int) -> list[Document]:
+    return [Document(f"d{i}", f"text {i}") for i in range(n)]
+
+
+def ok(index: int) -> tuple[int, dict]:
+    return index, {"id": f"d{index}", "label": "invoice", "scores": {"invoice": 1.0}, "windows": 1}
+
+
+def test_create_job_stores_shards_in_upload_order(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(10))
+    assert job.status is JobStatus.QUEUED
+    assert (job.documents, job.shards, job.shard_size) == (10, 3, 4)
+    shard = store.load_shard(job, 2)
+    assert [(d.index, d.id, d.text) for d in shard] == [(8, "d8", "text 8"), (9, "d9", "text 9")]
+
+
+def test_unknown_job_is_not_found(store: JobStore) -> None:
+    with pytest.raises(NotFound):
+        store.get_job("nope")
+
+
+def test_progress_and_finalisation(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(6))
+    assert store.mark_running(job.id) is JobStatus.RUNNING
+    assert store.complete_shard(job.id, 0, [ok(i) for i in range(4)]) is JobStatus.RUNNING
+    mid = store.get_job(job.id)
+    assert (mid.documents_done, mid.documents_failed, mid.started_at is not None) == (4, 0, True)
+    status = store.complete_shard(job.id, 1, [ok(4), (5, {"id": "d5", "error": "boom"})])
+    assert status is JobStatus.SUCCEEDED
+    done = store.get_job(job.id)
+    assert (done.documents_done, done.documents_failed) == (6, 1)
+    assert done.finished_at is not None
+
+
+def test_a_redelivered_shard_overwrites_and_never_double_counts(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(6))
+    failed = [(i, {"id": f"d{i}", "error": "triton down"}) for i in range(4)]
+    store.complete_shard(job.id, 0, failed)
+    store.complete_shard(job.id, 0, [ok(i) for i in range(4)])  # the re-run succeeds
+    store.complete_shard(job.id, 0, [ok(i) for i in range(4)])  # and runs once more
+    again = store.get_job(job.id)
+    assert (again.documents_done, again.documents_failed) == (4, 0)
+    assert again.status is JobStatus.QUEUED  # shard 1 still open: nothing finalised
+    data, _ = store.results_page(again, 0, 10)
+    assert [r["id"] for r in data] == ["d0", "d1", "d2", "d3"]
+    assert all("label" in r for r in data)
+
+
+def test_all_failed_is_a_failed_job(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(2))
+    status = store.complete_shard(job.id, 0, [(i, {"id": f"d{i}", "error": "x"}) for i in range(2)])
+    assert status is JobStatus.FAILED
+    assert store.get_job(job.id).error
+
+
+def test_results_page_stops_at_the_first_gap_while_running(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(10))
+    store.complete_shard(job.id, 1, [ok(i) for i in range(4, 8)])  # shard 0 not done yet
+    data, nxt = store.results_page(store.get_job(job.id), 0, 100)
+    assert (data, nxt) == ([], 0)
+    store.complete_shard(job.id, 0, [ok(i) for i in range(4)])
+    data, nxt = store.results_page(store.get_job(job.id), 0, 5)
+    assert [r["id"] for r in data] == ["d0", "d1", "d2", "d3", "d4"]
+    assert nxt == 5
+    data, nxt = store.results_page(store.get_job(job.id), 5, 100)
+    assert [r["id"] for r in data] == ["d5", "d6", "d7"]
+    assert nxt == 8  # shard 2 is still running
+    store.complete_shard(job.id, 2, [ok(8), ok(9)])
+    job = store.get_job(job.id)
+    assert job.status is JobStatus.SUCCEEDED
+    assert [r["id"] for r in store.iter_results(job, page=3)] == [f"d{i}" for i in range(10)]
+    assert store.results_page(job, 8, 100) == ([ok(8)[1], ok(9)[1]], None)
+
+
+def test_cancel_skips_the_rest_and_keeps_what_is_done(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(10))
+    store.complete_shard(job.id, 0, [ok(i) for i in range(4)])
+    assert store.cancel(job.id) is JobStatus.CANCELLED
+    assert store.mark_running(job.id) is JobStatus.CANCELLED
+    # a shard that was already running finishes without reopening the job
+    assert store.complete_shard(job.id, 1, [ok(i) for i in range(4, 8)]) is JobStatus.CANCELLED
+    job = store.get_job(job.id)
+    assert [r["id"] for r in store.iter_results(job)] == [f"d{i}" for i in range(8)]
+    assert store.cancel(job.id) is JobStatus.CANCELLED  # idempotent
+
+
+def test_delete_job_leaves_nothing(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(5))
+    store.delete_job(job.id, job.shards)
+    assert not store.r.keys(f"*{job.id}*")

@@ -1,0 +1,107 @@
+"""Start real services (redis-server, tritonserver, Celery workers) on free ports for tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before it was ready")
+        try:
+            if check():
+                return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{what} not ready after {timeout}s")
+
+
+def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def redis_server(workdir: Path) -> Iterator[str]:
+    """A throwaway redis-server; yields its URL."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("redis-server is not installed (make test installs it)")
+    port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [exe, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        import redis
+
+        wait_for(lambda: redis.Redis(port=port).ping(), 20, "redis-server", proc)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        stop(proc)
+
+
+@contextmanager
+def triton_server(repository: Path, log: Path, extra: list[str] | None = None) -> Iterator[str]:
+    """A real tritonserver serving `repository`; yields its gRPC address."""
+    import tritonclient.grpc as grpcclient
+
+    http, grpc, metrics = free_port(), free_port(), free_port()
+    cmd = [
+        sys.executable, "-m", "docq.tritonserver",
+        "--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics),
+        "--model-repository", str(repository),
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    url = f"127.0.0.1:{grpc}"
+    try:
+        client = grpcclient.InferenceServerClient(url)
+        wait_for(client.is_server_ready, 180, f"tritonserver (log: {log})", proc)
+        client.close()
+        yield url
+    finally:
+        stop(proc, 30)
+
+
+@contextmanager
+def celery_worker(env: dict[str, str], log: Path, queues: str = "cpu", name: str = "cpu") -> Iterator[subprocess.Popen]:
+    """A real Celery worker process (prefork, one child) consuming `queues`."""
+    cmd = [
+        sys.executable, "-m", "celery", "-A", "workers.app", "worker",
+        "-Q", queues, "--concurrency", "1", "--pool", "prefork",
+        "--hostname", f"{name}-{os.getpid()}@%h", "--loglevel", "INFO", "--without-gossip",
+        "--without-mingle",
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    try:
+        wait_for(lambda: b"ready." in log.read_bytes(), 60, f"celery worker (log: {log})", proc)
+        yield proc
+    finally:
+        stop(proc, 30)

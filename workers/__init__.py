@@ -1,0 +1,1 @@
+"""docq workers: the CPU side of the pipeline (tokenize, window, pack, infer, aggregate)."""

@@ -1,0 +1,70 @@
+"""Pack windows into Triton batches that respect the model's limits and waste little padding.
+
+Windows are sorted by length and cut into batches of at most `max_batch_size` windows and
+at most `token_budget` padded tokens (batch size x longest window); each batch is padded
+only to its own longest window. Padding everything to max_seq_len, as a naive server
+does, computes mostly zeros when documents are short or end in a short last window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from workers.windowing import Window
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One Triton request: padded inputs and which windows its rows are."""
+
+    rows: tuple[int, ...]  # indices into the packed window list, one per row
+    input_ids: npt.NDArray[np.int64]  # [rows, longest window]
+    attention_mask: npt.NDArray[np.int64]
+
+    @property
+    def real_tokens(self) -> int:
+        return int(self.attention_mask.sum())
+
+    @property
+    def computed_tokens(self) -> int:
+        return int(self.input_ids.size)
+
+
+def pack(
+    windows: Sequence[Window],
+    max_batch_size: int,
+    token_budget: int | None = None,
+    pad_id: int = 0,
+) -> list[Batch]:
+    """Batches covering every window exactly once, longest windows first."""
+    if max_batch_size < 1:
+        raise ValueError("max_batch_size must be >= 1")
+    order = sorted(range(len(windows)), key=lambda i: windows[i].length, reverse=True)
+    batches: list[Batch] = []
+    start = 0
+    while start < len(order):
+        longest = windows[order[start]].length
+        # longest-first order: the first window of a batch sets its padded width
+        fit = max_batch_size
+        if token_budget is not None:
+            fit = max(1, min(fit, token_budget // longest))
+        rows = order[start : start + fit]
+        ids = np.full((len(rows), longest), pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), longest), dtype=np.int64)
+        for r, i in enumerate(rows):
+            n = windows[i].length
+            ids[r, :n] = windows[i].ids
+            mask[r, :n] = 1
+        batches.append(Batch(rows=tuple(rows), input_ids=ids, attention_mask=mask))
+        start += len(rows)
+    return batches
+
+
+def padding_efficiency(batches: Sequence[Batch]) -> float:
+    """Real tokens / computed tokens over a set of batches (1.0 = no padding at all)."""
+    computed = sum(b.computed_tokens for b in batches)
+    return sum(b.real_tokens for b in batches) / computed if computed else 1.0
