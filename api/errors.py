@@ -15,6 +15,7 @@ log = logging.getLogger(__name__)
 
 # Most specific first: the first matching class decides the status.
 STATUS: list[tuple[type[errors.DocqError], int]] = [
+    (errors.MalformedBody, 400),
     (errors.PayloadTooLarge, 413),
     (errors.UnsupportedMediaType, 415),
     (errors.ValidationError, 422),
@@ -47,9 +48,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [
-            {"loc": list(e["loc"]), "message": e["msg"]} for e in exc.errors()
-        ]
+        problems = [{"loc": list(e["loc"]), "message": e["msg"]} for e in exc.errors()]
         first = problems[0] if problems else {"loc": [], "message": "invalid request"}
         where = ".".join(str(p) for p in first["loc"])
         return JSONResponse(

@@ -17,7 +17,7 @@ from fastapi import Request
 from starlette.datastructures import UploadFile
 
 from docq.config import Settings
-from docq.errors import PayloadTooLarge, UnsupportedMediaType, ValidationError
+from docq.errors import MalformedBody, PayloadTooLarge, UnsupportedMediaType, ValidationError
 from docq.schemas import JobCreate
 
 JSON = "application/json"
@@ -84,7 +84,11 @@ def validate(raw: Any, settings: Settings) -> JobCreate:
         if doc.id in seen:
             raise ValidationError(
                 f"invalid document {i}: id: duplicate of document {seen[doc.id]}",
-                {"errors": [{"document": i, "id": doc.id, "field": "id", "message": "duplicate id"}]},
+                {
+                    "errors": [
+                        {"document": i, "id": doc.id, "field": "id", "message": "duplicate id"}
+                    ]
+                },
             )
         seen[doc.id] = i
         if len(doc.text) > settings.max_document_chars:
@@ -100,7 +104,7 @@ def _parse_json(body: bytes) -> Any:
     try:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValidationError(f"malformed JSON: {exc}", {"field": "body"}) from None
+        raise MalformedBody(f"malformed JSON: {exc}", {"field": "body"}) from None
 
 
 def _parse_ndjson(body: bytes, model: str | None) -> dict[str, Any]:
@@ -111,7 +115,7 @@ def _parse_ndjson(body: bytes, model: str | None) -> dict[str, Any]:
         try:
             documents.append(json.loads(line))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValidationError(
+            raise MalformedBody(
                 f"malformed JSON on line {lineno}: {exc}", {"line": lineno, "field": "body"}
             ) from None
     return {"model": model, "documents": documents}
@@ -165,4 +169,3 @@ async def parse_upload(request: Request, settings: Settings) -> JobCreate:
             {"content_type": ctype},
         )
     return validate(raw, settings)
-

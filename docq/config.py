@@ -26,7 +26,8 @@ class Settings(BaseSettings):
         "the largest backlog you accept.",
     )
     broker_url: str | None = Field(
-        None, description="Celery broker; defaults to redis_url. A separate Redis isolates "
+        None,
+        description="Celery broker; defaults to redis_url. A separate Redis isolates "
         "queue traffic from job-store traffic.",
     )
     triton_grpc_url: str = Field(

@@ -3,6 +3,7 @@
     DocqError
      ├── PermanentError          retrying cannot help: report it, never retry
      │    ├── ValidationError    a bad upload or query (API answers 4xx, no job is created)
+     │    │    ├── MalformedBody
      │    │    ├── PayloadTooLarge
      │    │    └── UnsupportedMediaType
      │    ├── NotFound           no such job (or it has expired)
@@ -40,6 +41,12 @@ class ValidationError(PermanentError):
     """The request is malformed; nothing was created."""
 
     code = "invalid_request"
+
+
+class MalformedBody(ValidationError):
+    """The body cannot be decoded at all (not JSON, not UTF-8)."""
+
+    code = "malformed_body"
 
 
 class PayloadTooLarge(ValidationError):

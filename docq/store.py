@@ -13,7 +13,7 @@ import math
 import time
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +94,7 @@ return status
 """
 
 
-def _decode(h: dict[bytes, bytes]) -> dict[str, str]:
+def _decode(h: Mapping[Any, Any]) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in h.items()}
 
 
@@ -120,7 +120,7 @@ class JobStore:
         job_id = uuid.uuid4().hex
         n_shards = math.ceil(len(documents) / self.shard_size)
         now = time.time()
-        record = {
+        record: dict[Any, Any] = {
             "id": job_id,
             "model": model,
             "status": JobStatus.QUEUED.value,
@@ -168,6 +168,7 @@ class JobStore:
         raw = self.r.get(keys.shard(job.id, n))
         if raw is None:
             raise NotFound(f"shard {n} of job {job.id!r} not found (expired?)")
+        assert isinstance(raw, bytes)  # the client does not decode responses
         pairs = json.loads(zlib.decompress(raw))
         base = n * job.shard_size
         return [ShardDocument(base + i, doc_id, text) for i, (doc_id, text) in enumerate(pairs)]

@@ -19,6 +19,7 @@ import shutil
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -27,13 +28,14 @@ from docq.config import get_settings
 
 def wheel_root() -> Path:
     """The `tritonserver` folder inside the installed nvidia-pytriton wheel."""
-    import pytriton  # the server ships inside this wheel; imported lazily: only the launcher needs it
+    # imported lazily: only the launcher needs the wheel that ships the server
+    import pytriton
 
     return Path(pytriton.__file__).resolve().parent / "tritonserver"
 
 
 def prepare_backends(root: Path | None = None) -> Path:
-    """Put this interpreter's Python-backend stub where the server looks for it; return backends dir."""
+    """Put this interpreter's Python-backend stub where the server looks; return backends/."""
     root = root or wheel_root()
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     stub = root / "python_backend_stubs" / version / "triton_python_backend_stub"
@@ -91,10 +93,14 @@ def server_command(
 
 
 def main(
-    http_port: int = typer.Option(None, help="HTTP port (default: DOCQ_TRITON_HTTP_PORT)."),
-    grpc_port: int = typer.Option(None, help="gRPC port (default: DOCQ_TRITON_GRPC_PORT)."),
-    metrics_port: int = typer.Option(None, help="Metrics port (default: DOCQ_TRITON_METRICS_PORT)."),
-    model_repository: Path = typer.Option(None, help="Repository (default: DOCQ_MODEL_REPOSITORY)."),
+    http_port: Annotated[int | None, typer.Option(help="default: DOCQ_TRITON_HTTP_PORT")] = None,
+    grpc_port: Annotated[int | None, typer.Option(help="default: DOCQ_TRITON_GRPC_PORT")] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="default: DOCQ_TRITON_METRICS_PORT")
+    ] = None,
+    model_repository: Annotated[
+        Path | None, typer.Option(help="default: DOCQ_MODEL_REPOSITORY")
+    ] = None,
 ) -> None:
     """Replace this process with tritonserver (so that signals reach the server directly)."""
     s = get_settings()

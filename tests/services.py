@@ -21,7 +21,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for(check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen | None = None) -> None:
+def wait_for(
+    check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -73,9 +75,17 @@ def triton_server(repository: Path, log: Path, extra: list[str] | None = None) -
 
     http, grpc, metrics = free_port(), free_port(), free_port()
     cmd = [
-        sys.executable, "-m", "docq.tritonserver",
-        "--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics),
-        "--model-repository", str(repository),
+        sys.executable,
+        "-m",
+        "docq.tritonserver",
+        "--http-port",
+        str(http),
+        "--grpc-port",
+        str(grpc),
+        "--metrics-port",
+        str(metrics),
+        "--model-repository",
+        str(repository),
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
@@ -90,12 +100,28 @@ def triton_server(repository: Path, log: Path, extra: list[str] | None = None) -
 
 
 @contextmanager
-def celery_worker(env: dict[str, str], log: Path, queues: str = "cpu", name: str = "cpu") -> Iterator[subprocess.Popen]:
+def celery_worker(
+    env: dict[str, str], log: Path, queues: str = "cpu", name: str = "cpu"
+) -> Iterator[subprocess.Popen]:
     """A real Celery worker process (prefork, one child) consuming `queues`."""
     cmd = [
-        sys.executable, "-m", "celery", "-A", "workers.app", "worker",
-        "-Q", queues, "--concurrency", "1", "--pool", "prefork",
-        "--hostname", f"{name}-{os.getpid()}@%h", "--loglevel", "INFO", "--without-gossip",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.app",
+        "worker",
+        "-Q",
+        queues,
+        "--concurrency",
+        "1",
+        "--pool",
+        "prefork",
+        "--hostname",
+        f"{name}-{os.getpid()}@%h",
+        "--loglevel",
+        "INFO",
+        "--without-gossip",
         "--without-mingle",
     ]
     with log.open("wb") as out:

@@ -30,7 +30,9 @@ def context() -> WorkerContext:
             store=JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s),
             catalog=ModelCatalog(s.triton_grpc_url, s.model_repository),
             triton=TritonInference(
-                s.triton_grpc_url, max_in_flight=s.triton_max_in_flight, timeout_s=s.triton_timeout_s
+                s.triton_grpc_url,
+                max_in_flight=s.triton_max_in_flight,
+                timeout_s=s.triton_timeout_s,
             ),
         )
     return _ctx

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +21,9 @@ def _as_docq_error(exc: InferenceServerException, model: str) -> DocqError:
     model loading, a restarted backend stub) may heal and is retried."""
     if "INVALID_ARGUMENT" in str(exc.status()):
         return ModelError(f"model {model!r} rejected the request: {exc.message()}")
-    return InferenceUnavailable(f"inference on {model!r} failed: {exc.message()}", str(exc.status()))
+    return InferenceUnavailable(
+        f"inference on {model!r} failed: {exc.message()}", str(exc.status())
+    )
 
 
 class TritonInference:
@@ -40,19 +43,26 @@ class TritonInference:
         outstanding = 0
 
         def done(i: int, result: grpcclient.InferResult | None, error: object) -> None:
+            # Runs on gRPC's callback thread: whatever happens, release the slot and the
+            # outstanding count, or infer() would wait forever.
             nonlocal outstanding
-            if error is not None or result is None:
-                errors.append(
-                    error
-                    if isinstance(error, InferenceServerException)
-                    else InferenceServerException(str(error))
-                )
-            else:
+            try:
+                if error is not None or result is None:
+                    raise (
+                        error
+                        if isinstance(error, InferenceServerException)
+                        else (InferenceServerException(str(error)))
+                    )
                 results[i] = result.as_numpy(spec.output_name)
-            slots.release()
-            with pending:
-                outstanding -= 1
-                pending.notify_all()
+            except InferenceServerException as exc:
+                errors.append(exc)
+            except Exception as exc:  # a broken answer must fail the batch, not hang it
+                errors.append(InferenceServerException(f"unreadable answer: {exc!r}"))
+            finally:
+                slots.release()
+                with pending:
+                    outstanding -= 1
+                    pending.notify_all()
 
         for i, batch in enumerate(batches):
             slots.acquire()
@@ -71,7 +81,7 @@ class TritonInference:
                 self.client.async_infer(
                     spec.name,
                     [ids, mask],
-                    callback=lambda r, e, i=i: done(i, r, e),
+                    callback=partial(done, i),  # called as callback(result=..., error=...)
                     outputs=[grpcclient.InferRequestedOutput(spec.output_name)],
                     client_timeout=self.timeout_s,
                 )

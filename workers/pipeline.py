@@ -20,8 +20,7 @@ from workers.windowing import Window, WindowSpec, split_all
 
 
 class Infer(Protocol):
-    def infer(self, spec: ModelSpec, batches: Sequence[Batch]) -> list[npt.NDArray[np.float32]]:
-        ...
+    def infer(self, spec: ModelSpec, batches: Sequence[Batch]) -> list[npt.NDArray[np.float32]]: ...
 
 
 def window_spec(spec: ModelSpec, tok: PreTrainedTokenizerFast) -> WindowSpec:

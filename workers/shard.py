@@ -43,7 +43,9 @@ def run_shard(ctx: WorkerContext, job_id: str, n: int) -> JobStatus | None:
         return JobStatus.CANCELLED
     documents = ctx.store.load_shard(job, n)
     spec = ctx.catalog.spec(job.model)
-    preds = classify([d.text for d in documents], spec, load_tokenizer(spec.tokenizer_dir), ctx.triton)
+    preds = classify(
+        [d.text for d in documents], spec, load_tokenizer(spec.tokenizer_dir), ctx.triton
+    )
     results: list[tuple[int, dict[str, Any]]] = [
         (d.index, {"id": d.id, "label": p.label, "scores": p.scores, "windows": p.windows})
         for d, p in zip(documents, preds, strict=True)

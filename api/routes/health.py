@@ -21,4 +21,6 @@ def readyz(deps: Deps) -> JSONResponse:
     """Redis and Triton are reachable: the API can accept and the workers can classify."""
     checks = {"redis": deps.store.ping(), "triton": deps.catalog.server_ready()}
     ok = all(checks.values())
-    return JSONResponse({"status": "ok" if ok else "unavailable", "checks": checks}, 200 if ok else 503)
+    return JSONResponse(
+        {"status": "ok" if ok else "unavailable", "checks": checks}, 200 if ok else 503
+    )

@@ -100,4 +100,3 @@ def _cursor(raw: str | None) -> int:
     if not raw.isdigit():
         raise ValidationError(f"invalid cursor {raw!r}", {"field": "cursor"})
     return int(raw)
-

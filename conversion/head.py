@@ -1,0 +1,87 @@
+"""Train a BertForSequenceClassification's pooler and classifier on a frozen encoder.
+
+The encoder runs once over the training windows to give each window's final [CLS] hidden
+state; the head (pooler dense + tanh + classifier, exactly BERT's) then trains for many
+epochs on those vectors in seconds. This keeps the demo build to minutes on two CPU cores
+while the result stays a standard Hugging Face checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import nn
+from transformers import BertForSequenceClassification
+
+from conversion.batches import by_length
+from workers.windowing import Window
+
+
+@torch.inference_mode()
+def cls_states(
+    model: BertForSequenceClassification, windows: Sequence[Window], batch_size: int = 16
+) -> torch.Tensor:
+    """The encoder's last-layer [CLS] hidden state of every window, in window order."""
+    model.eval()
+    out = torch.empty(len(windows), model.config.hidden_size)
+    for idx, (ids, mask) in by_length(windows, batch_size):
+        hidden = model.bert(
+            input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)
+        ).last_hidden_state
+        out[idx] = hidden[:, 0]
+    return out
+
+
+def train(
+    model: BertForSequenceClassification,
+    states: torch.Tensor,
+    labels: npt.NDArray[np.int64],
+    *,
+    epochs: int = 300,
+    lr: float = 2e-3,
+    weight_decay: float = 1e-2,
+    batch_size: int = 128,
+    seed: int = 0,
+) -> list[float]:
+    """Fit model.bert.pooler and model.classifier to (states, labels); return epoch losses."""
+    generator = torch.Generator().manual_seed(seed)
+    pooler, dropout, classifier = _pooler(model), model.dropout, model.classifier
+    params = [*pooler.parameters(), *classifier.parameters()]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
+    y = torch.from_numpy(labels)
+    # Classes with long documents give more windows; weigh classes equally.
+    counts = torch.bincount(y, minlength=classifier.out_features).clamp(min=1).float()
+    loss_fn = nn.CrossEntropyLoss(weight=counts.sum() / (len(counts) * counts))
+    model.train()
+    losses = []
+    for _ in range(epochs):
+        total = 0.0
+        for batch in torch.randperm(len(y), generator=generator).split(batch_size):
+            logits = classifier(dropout(torch.tanh(pooler(states[batch]))))
+            loss = loss_fn(logits, y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(batch)
+        schedule.step()
+        losses.append(total / len(y))
+    model.eval()
+    return losses
+
+
+@torch.inference_mode()
+def head_logits(model: BertForSequenceClassification, states: torch.Tensor) -> torch.Tensor:
+    """Logits of the head alone (eval mode) for precomputed [CLS] states."""
+    model.eval()
+    return model.classifier(torch.tanh(_pooler(model)(states)))
+
+
+def _pooler(model: BertForSequenceClassification) -> nn.Linear:
+    """The pooler's dense layer (BertForSequenceClassification always has a pooler)."""
+    if model.bert.pooler is None:
+        raise ValueError("the model has no pooler: it cannot be a BertForSequenceClassification")
+    return model.bert.pooler.dense

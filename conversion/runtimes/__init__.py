@@ -1,0 +1,1 @@
+"""Triton model code for each runtime, copied into a model's version folder as model.py."""

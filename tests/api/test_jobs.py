@@ -1,0 +1,137 @@
+"""Bad uploads: each a JSON 4xx that names what is wrong, and no job is created."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+GOOD = {"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"}
+
+
+@pytest.fixture
+def no_job_created(api: TestClient, redis_url: str) -> Iterator[None]:
+    r = redis.Redis.from_url(redis_url)
+    before = set(r.keys("docq:job:*"))
+    queued = r.llen("cpu")
+    yield
+    assert set(r.keys("docq:job:*")) == before, "a refused upload left keys behind"
+    assert r.llen("cpu") == queued, "a refused upload enqueued tasks"
+
+
+def error_of(resp) -> dict:
+    body = resp.json()
+    assert set(body) == {"error"}
+    assert {"code", "message", "detail"} <= set(body["error"])
+    return body["error"]
+
+
+pytestmark = pytest.mark.usefixtures("no_job_created")
+
+
+def test_malformed_json(api: TestClient) -> None:
+    resp = api.post(
+        "/v1/jobs", content=b'{"documents": [', headers={"content-type": "application/json"}
+    )
+    assert resp.status_code == 400
+    assert error_of(resp)["code"] == "malformed_body"
+
+
+def test_empty_document_list(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"documents": []})
+    assert resp.status_code == 422
+    err = error_of(resp)
+    assert err["code"] == "invalid_request"
+    assert "documents" in err["message"]
+
+
+def test_document_without_text_is_named(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"documents": [GOOD, {"id": "b2"}]})
+    assert resp.status_code == 422
+    err = error_of(resp)
+    assert "document 1" in err["message"]
+    (problem,) = err["detail"]["errors"]
+    assert (problem["document"], problem["id"], problem["field"]) == (1, "b2", "text")
+
+
+def test_document_with_empty_text(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"documents": [{"id": "x", "text": ""}]})
+    assert resp.status_code == 422
+    assert error_of(resp)["detail"]["errors"][0]["field"] == "text"
+
+
+def test_duplicate_ids(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"documents": [GOOD, GOOD]})
+    assert resp.status_code == 422
+    assert "duplicate" in error_of(resp)["message"]
+
+
+def test_unknown_model(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"model": "no-such-model", "documents": [GOOD]})
+    assert resp.status_code == 422
+    err = error_of(resp)
+    assert err["code"] == "unknown_model"
+    assert "doc-type" in err["detail"]["known"]
+
+
+def test_unknown_model_in_ndjson_query(api: TestClient) -> None:
+    resp = api.post(
+        "/v1/jobs?model=nope",
+        content=json.dumps(GOOD).encode(),
+        headers={"content-type": "application/x-ndjson"},
+    )
+    assert resp.status_code == 422
+    assert error_of(resp)["code"] == "unknown_model"
+
+
+def test_malformed_ndjson_line_is_named(api: TestClient) -> None:
+    body = json.dumps(GOOD).encode() + b"\n{not json\n"
+    resp = api.post("/v1/jobs", content=body, headers={"content-type": "application/x-ndjson"})
+    assert resp.status_code == 400
+    assert error_of(resp)["detail"]["line"] == 2
+
+
+def test_multipart_without_files(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", data={"model": "doc-type"}, files={"other": ("x.txt", b"x")})
+    assert resp.status_code == 422
+
+
+def test_multipart_file_not_utf8(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", files=[("files", ("bad.txt", b"\xff\xfe\xfa"))])
+    assert resp.status_code == 422
+    assert error_of(resp)["detail"]["errors"][0]["id"] == "bad.txt"
+
+
+def test_unsupported_content_type(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", content=b"hello", headers={"content-type": "text/plain"})
+    assert resp.status_code == 415
+
+
+def test_unknown_fields_are_refused(api: TestClient) -> None:
+    resp = api.post("/v1/jobs", json={"documents": [GOOD], "priority": "high"})
+    assert resp.status_code == 422
+
+
+def test_body_over_the_limit(api: TestClient) -> None:
+    limit = api.app.state.resources.settings.max_upload_bytes
+    resp = api.post(
+        "/v1/jobs",
+        content=b"{}",
+        headers={"content-type": "application/json", "content-length": str(limit + 1)},
+    )
+    assert resp.status_code == 413
+
+
+def test_unknown_job_is_404(api: TestClient) -> None:
+    for path in ("/v1/jobs/nope", "/v1/jobs/nope/results"):
+        resp = api.get(path)
+        assert resp.status_code == 404
+        assert error_of(resp)["code"] == "not_found"
+
+
+def test_bad_cursor(api: TestClient, redis_url: str) -> None:
+    resp = api.get("/v1/jobs/nope/results?limit=0")
+    assert resp.status_code == 422

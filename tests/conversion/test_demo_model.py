@@ -1,0 +1,174 @@
+"""The built doc-type model: ONNX graph, the onnx-cpu runtime, and a real Triton serving it.
+
+These tests need `python -m conversion.demo` to have run (`make test` does it first).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+
+from conversion import export, pbtxt
+from conversion.batches import IdsAndMask, pad
+from conversion.corpus import LABELS, generate
+from conversion.demo import CONFIG, MODEL_DIR, RUNTIME_SOURCE
+from conversion.tokens import load_tokenizer, window_spec, windows_of
+from workers.windowing import Window
+
+ONNX_PATH = MODEL_DIR / "1" / "model.onnx"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built() -> None:
+    if not ONNX_PATH.exists():
+        pytest.fail("the demo model is not built: run `make model` (python -m conversion.demo)")
+
+
+@pytest.fixture(scope="module")
+def windows() -> list[Window]:
+    """Real windows of documents of every length, cut the way the workers cut them."""
+    tokenizer = load_tokenizer(MODEL_DIR / "tokenizer")
+    spec = window_spec(tokenizer, CONFIG.max_seq_len, CONFIG.stride)
+    docs = generate(18, 77)
+    return [w for ws in windows_of(tokenizer, [d.text for d in docs], spec) for w in ws]
+
+
+@pytest.fixture(scope="module")
+def session() -> export.ort.InferenceSession:
+    return export.session(ONNX_PATH)
+
+
+def test_version_folder_holds_the_graph_and_the_runtime() -> None:
+    assert (MODEL_DIR / "1" / "model.py").read_bytes() == RUNTIME_SOURCE.read_bytes()
+    assert not [p for p in MODEL_DIR.iterdir() if p.name.startswith((".building-", ".old-"))]
+
+
+def test_onnx_graph_has_the_served_signature() -> None:
+    graph = onnx.load(str(ONNX_PATH), load_external_data=False)
+    assert {o.domain or "ai.onnx": o.version for o in graph.opset_import}["ai.onnx"] == 18
+
+    def signature(values: Any) -> list[tuple[str, int, list[str | int]]]:
+        return [
+            (
+                v.name,
+                v.type.tensor_type.elem_type,
+                [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim],
+            )
+            for v in values
+        ]
+
+    assert signature(graph.graph.input) == [
+        ("input_ids", onnx.TensorProto.INT64, ["batch", "sequence"]),
+        ("attention_mask", onnx.TensorProto.INT64, ["batch", "sequence"]),
+    ]
+    assert signature(graph.graph.output) == [("logits", onnx.TensorProto.FLOAT, ["batch", 6])]
+
+
+def test_padding_does_not_change_a_windows_logits(
+    session: export.ort.InferenceSession, windows: list[Window]
+) -> None:
+    short = min(windows, key=lambda w: w.length)
+    alone = export.run(session, pad([short]))
+    padded = export.run(session, pad([short, max(windows, key=lambda w: w.length)]))[:1]
+    np.testing.assert_allclose(padded, alone, atol=1e-4)
+
+
+def _load_runtime() -> ModuleType:
+    """conversion/runtimes/onnx_cpu.py with the Python backend's utils module importable."""
+    import pytriton
+
+    utils = Path(pytriton.__file__).parent / "tritonserver" / "backends" / "python"
+    sys.path.insert(0, str(utils))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "onnx_cpu_model", MODEL_DIR / "1" / "model.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(utils))
+
+
+def test_runtime_pads_requests_of_different_lengths_into_one_run(
+    session: export.ort.InferenceSession, windows: list[Window]
+) -> None:
+    runtime = _load_runtime()
+    model = runtime.TritonPythonModel()
+    config = {"parameters": {"intra_op_threads": {"string_value": "1"}}}
+    model.initialize(
+        {
+            "model_config": json.dumps(config),
+            "model_repository": str(MODEL_DIR),
+            "model_version": "1",
+        }
+    )
+    by_length = sorted(windows, key=lambda w: w.length)
+    requests = [
+        pad(by_length[:3]),
+        pad(by_length[-2:]),
+        pad(by_length[len(by_length) // 2 : -3][:1]),
+    ]
+    outputs = model._run([(i, ids, mask) for i, (ids, mask) in enumerate(requests)])
+    assert [o.shape for o in outputs] == [(3, 6), (2, 6), (1, 6)]
+    for got, request in zip(outputs, requests, strict=True):
+        np.testing.assert_allclose(got, export.run(session, request), atol=1e-4)
+
+
+@pytest.mark.integration
+def test_triton_serves_the_model_as_onnx_runtime_computes_it(
+    triton_url: str, session: export.ort.InferenceSession, windows: list[Window]
+) -> None:
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(triton_url)
+    assert client.is_model_ready("doc-type")
+    served = client.get_model_config("doc-type").config
+    assert served.max_batch_size == CONFIG.max_batch_size
+    assert served.parameters["max_seq_len"].string_value == str(CONFIG.max_seq_len)
+    assert pbtxt.read(MODEL_DIR / "config.pbtxt").parameters == served.parameters
+
+    def infer(batch: IdsAndMask) -> np.ndarray:
+        inputs = []
+        for name, array in zip(("input_ids", "attention_mask"), batch, strict=True):
+            tensor = grpcclient.InferInput(name, list(array.shape), "INT64")
+            tensor.set_data_from_numpy(array)
+            inputs.append(tensor)
+        result = client.infer("doc-type", inputs)
+        return result.as_numpy("logits")
+
+    full = pad(windows[: CONFIG.max_batch_size])
+    got = infer(full)
+    assert got.shape == (CONFIG.max_batch_size, len(LABELS))
+    np.testing.assert_allclose(got, export.run(session, full), atol=1e-5)
+
+    # Two requests of different sequence lengths in flight at once.
+    short = pad(sorted(windows, key=lambda w: w.length)[:3])
+    long = pad([w for w in windows if w.length == CONFIG.max_seq_len][:2])
+    results: dict[str, np.ndarray] = {}
+    threads = [
+        threading.Thread(target=lambda k=k, b=b: results.__setitem__(k, infer(b)))
+        for k, b in (("short", short), ("long", long))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_allclose(results["short"], export.run(session, short), atol=1e-5)
+    np.testing.assert_allclose(results["long"], export.run(session, long), atol=1e-5)
+
+    # A malformed request fails alone, with the runtime's message.
+    ids, mask = short
+    with pytest.raises(Exception, match="differ in shape"):
+        infer((ids, mask[:, :-1]))
+    client.close()
