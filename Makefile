@@ -32,7 +32,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[server,build,dev]'
+	$(BIN)/pip install --quiet -e '.[server,build,bench,dev]'
 	touch $@
 
 # System packages: only redis-server (tritonserver comes inside the nvidia-pytriton wheel).

@@ -1,0 +1,444 @@
+"""`make bench`: docq against the old architecture, side by side, in one run on this machine.
+
+1. baseline: the old architecture (bench/baseline/app.py: Gunicorn + Uvicorn workers, the
+   PyTorch FP32 model in each worker, one synchronous request per document), driven by
+   concurrent clients with a 60 s timeout, for a fixed time;
+2. docq: one bulk upload of the corpus through the API, Celery workers and a real Triton,
+   until the job succeeds; meanwhile 1,000-document uploads (acceptance latency, cancelled
+   at once) and 3-document jobs (time to result) arrive;
+3. Triton alone: the same windows, packed the same way, sent straight to the same Triton
+   with the same number of requests in flight: the ceiling for the pipeline.
+
+Prints a table and writes bench/results/pipeline.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from bench.procs import CpuMeter, find
+from conversion.corpus import LabelledDocument, generate
+from docq.catalog import ModelCatalog
+from docq.config import REPO_ROOT, Settings
+from tests.services import celery_worker, free_port, redis_server, stop, triton_server, wait_for
+from workers.inference import TritonInference
+from workers.packing import pack, padding_efficiency
+from workers.tokenizing import load_tokenizer, tokenize, window_spec
+from workers.windowing import split_all
+
+RESULTS = REPO_ROOT / "bench" / "results"
+console = Console()
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+# --- corpus and padding -------------------------------------------------------------
+
+
+def padding_report(
+    docs: Sequence[LabelledDocument], repo: Path, model: str, shard: int
+) -> dict[str, Any]:
+    """Padding efficiency of docq's packer (per shard, as the workers pack) vs pad-to-512."""
+    tok = load_tokenizer(repo / model / "tokenizer")
+    spec = window_spec(tok, 512, 64)
+    batches, windows, single = [], [], 0
+    for start in range(0, len(docs), shard):
+        ws = split_all(tokenize(tok, [d.text for d in docs[start : start + shard]]), spec)
+        single += sum(1 for n in np.bincount([w.doc for w in ws]) if n == 1)
+        windows += ws
+        batches += pack(ws, max_batch_size=8)
+    real = sum(w.length for w in windows)
+    return {
+        "windows": len(windows),
+        "real_tokens": real,
+        "padding_efficiency": round(padding_efficiency(batches), 4),
+        "pad_to_512_efficiency": round(real / (len(windows) * 512), 4),
+        "single_window_documents": round(single / len(docs), 3),
+    }
+
+
+# --- 1. the old architecture ---------------------------------------------------------
+
+
+async def _drive_baseline(
+    url: str, docs: Sequence[LabelledDocument], clients: int, seconds: float, timeout: float
+) -> dict[str, Any]:
+    queue: asyncio.Queue[LabelledDocument] = asyncio.Queue()
+    for d in docs:
+        queue.put_nowait(d)
+    done, timeouts, errors, latencies = 0, 0, 0, []
+    deadline = time.monotonic() + seconds
+
+    async def client() -> None:
+        nonlocal done, timeouts, errors
+        async with httpx.AsyncClient(base_url=url, timeout=timeout) as http:
+            while time.monotonic() < deadline and not queue.empty():
+                d = queue.get_nowait()
+                t = time.monotonic()
+                try:
+                    resp = await http.post("/classify", json={"id": d.id, "text": d.text})
+                    resp.raise_for_status()
+                    done += 1
+                    latencies.append(time.monotonic() - t)
+                except httpx.TimeoutException:
+                    timeouts += 1
+                except httpx.HTTPError:
+                    errors += 1
+
+    start = time.monotonic()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    elapsed = time.monotonic() - start
+    return {
+        "documents_done": done,
+        "timeouts": timeouts,
+        "errors": errors,
+        "elapsed_s": round(elapsed, 1),
+        "docs_per_s": round(done / elapsed, 3),
+        "latency_p50_s": round(percentile(latencies, 50), 2),
+        "latency_p95_s": round(percentile(latencies, 95), 2),
+    }
+
+
+def run_baseline(
+    docs: Sequence[LabelledDocument], args: argparse.Namespace, workdir: Path
+) -> dict[str, Any]:
+    port = free_port()
+    log = (workdir / "baseline.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "bench.baseline.app:app",
+            "-k",
+            "uvicorn_worker.UvicornWorker",
+            "-w",
+            str(args.baseline_workers),
+            "-b",
+            f"127.0.0.1:{port}",
+            "--timeout",
+            "300",
+        ],
+        cwd=REPO_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        probe = {"id": "probe", "text": "warm-up"}
+        wait_for(
+            lambda: httpx.post(f"{url}/classify", json=probe, timeout=30).status_code == 200,
+            180,
+            "baseline server",
+            proc,
+        )
+        meter = CpuMeter({"baseline (gunicorn + model copies)": proc.pid})
+        meter.start()
+        result = asyncio.run(
+            _drive_baseline(url, docs, args.baseline_clients, args.baseline_seconds, 60.0)
+        )
+        result["cpu_s"] = meter.stop()
+        return result
+    finally:
+        stop(proc)
+
+
+# --- 2. docq -----------------------------------------------------------------------
+
+
+class Stack:
+    """redis, tritonserver, a bulk and a priority Celery worker, and the API on free ports."""
+
+    def __init__(self, repo: Path, workdir: Path, shard_size: int) -> None:
+        self.repo, self.workdir, self.shard_size = repo, workdir, shard_size
+
+    def __enter__(self) -> Stack:
+        from contextlib import ExitStack
+
+        self._stack = ExitStack()
+        redis_url = self._stack.enter_context(redis_server(self.workdir / "redis"))
+        self.triton_url = self._stack.enter_context(
+            triton_server(self.repo, self.workdir / "triton.log")
+        )
+        self.settings = Settings(
+            redis_url=redis_url,
+            triton_grpc_url=self.triton_url,
+            model_repository=self.repo,
+            shard_size=self.shard_size,
+        )
+        env = dict(os.environ)
+        for name, value in self.settings.model_dump().items():
+            if value is not None:
+                env[f"DOCQ_{name.upper()}"] = str(value)
+        self.workers = [
+            self._stack.enter_context(
+                celery_worker(env, self.workdir / "worker.log", "cpu", "bulk")
+            ),
+        ]
+        port = free_port()
+        env["DOCQ_API_PORT"] = str(port)
+        log = (self.workdir / "api.log").open("wb")
+        self.api = subprocess.Popen(
+            [sys.executable, "-m", "api.main"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self._stack.callback(stop, self.api)
+        self.url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: httpx.get(f"{self.url}/readyz").status_code == 200, 60, "api", self.api)
+        port = self.triton_url.rsplit(":", 1)[1]
+        self.triton_pid = find("bin/tritonserver", f"--grpc-port={port}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+
+def _wait_job(http: httpx.Client, job_id: str, poll: float) -> dict[str, Any]:
+    while True:
+        job = http.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            return job
+        time.sleep(poll)
+
+
+def run_docq(
+    stack: Stack,
+    docs: Sequence[LabelledDocument],
+    small: Sequence[LabelledDocument],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    http = httpx.Client(base_url=stack.url, timeout=120)
+    bulk_body = json.dumps({"documents": [{"id": d.id, "text": d.text} for d in docs]}).encode()
+    accept_body = json.dumps(
+        {"documents": [{"id": f"a{i}", "text": docs[i % len(docs)].text} for i in range(1000)]}
+    ).encode()
+    meter = CpuMeter(
+        {"api": stack.api.pid, "workers": stack.workers[0].pid, "triton": stack.triton_pid}
+    )
+    running = threading.Event()
+    accept_ms: list[float] = []
+    small_s: list[float] = []
+
+    def accept_probe() -> None:
+        with httpx.Client(base_url=stack.url, timeout=60) as c:
+            while running.is_set():
+                t = time.perf_counter()
+                r = c.post(
+                    "/v1/jobs", content=accept_body, headers={"content-type": "application/json"}
+                )
+                accept_ms.append((time.perf_counter() - t) * 1000)
+                c.delete(f"/v1/jobs/{r.json()['id']}")  # measure acceptance only; skip the work
+                time.sleep(args.accept_every)
+
+    def small_probe() -> None:
+        with httpx.Client(base_url=stack.url, timeout=60) as c:
+            i = 0
+            while running.is_set():
+                batch = [small[(i + k) % len(small)] for k in range(3)]
+                i += 3
+                t = time.perf_counter()
+                r = c.post(
+                    "/v1/jobs", json={"documents": [{"id": d.id, "text": d.text} for d in batch]}
+                )
+                job = _wait_job(c, r.json()["id"], 0.02)
+                if job["status"] == "succeeded" and running.is_set():
+                    small_s.append(time.perf_counter() - t)
+                time.sleep(args.small_every)
+
+    meter.start()
+    t0 = time.perf_counter()
+    created = http.post(
+        "/v1/jobs", content=bulk_body, headers={"content-type": "application/json"}
+    ).json()
+    bulk_accept_ms = (time.perf_counter() - t0) * 1000
+    running.set()
+    probes = [threading.Thread(target=accept_probe), threading.Thread(target=small_probe)]
+    time.sleep(2)  # let the bulk job start before probing
+    for p in probes:
+        p.start()
+    job = _wait_job(http, created["id"], 0.25)
+    elapsed = time.perf_counter() - t0
+    running.clear()
+    for p in probes:
+        p.join()
+    cpu = meter.stop()
+    return {
+        "status": job["status"],
+        "documents": job["documents"],
+        "failures": job["progress"]["documents_failed"]
+        + (0 if job["status"] == "succeeded" else 1),
+        "elapsed_s": round(elapsed, 1),
+        "docs_per_s": round(job["documents"] / elapsed, 3),
+        "bulk_accept_ms": round(bulk_accept_ms, 1),
+        "accept_ms": {
+            "n": len(accept_ms),
+            "p50": round(percentile(accept_ms, 50), 1),
+            "p99": round(percentile(accept_ms, 99), 1),
+        },
+        "small_job_s": {
+            "n": len(small_s),
+            "p50": round(percentile(small_s, 50), 2),
+            "p95": round(percentile(small_s, 95), 2),
+        },
+        "cpu_s": cpu,
+    }
+
+
+# --- 3. Triton alone ----------------------------------------------------------------
+
+
+def run_triton_alone(stack: Stack, docs: Sequence[LabelledDocument], model: str) -> dict[str, Any]:
+    """The same windows, packed per shard as the workers do, straight to Triton (no queue)."""
+    catalog = ModelCatalog(stack.triton_url, stack.repo)
+    spec = catalog.spec(model)
+    tok = load_tokenizer(spec.tokenizer_dir)
+    wspec = window_spec(tok, spec.max_seq_len, spec.stride)
+    triton = TritonInference(
+        stack.triton_url, max_in_flight=stack.settings.triton_max_in_flight, timeout_s=300
+    )
+    meter = CpuMeter({"triton": stack.triton_pid})
+    meter.start()
+    t0 = time.perf_counter()
+    for start in range(0, len(docs), stack.shard_size):
+        chunk = docs[start : start + stack.shard_size]
+        windows = split_all(tokenize(tok, [d.text for d in chunk]), wspec)
+        triton.infer(spec, pack(windows, spec.max_batch_size))
+    elapsed = time.perf_counter() - t0
+    triton.close()
+    catalog.close()
+    return {
+        "documents": len(docs),
+        "elapsed_s": round(elapsed, 1),
+        "docs_per_s": round(len(docs) / elapsed, 3),
+        "cpu_s": meter.stop(),
+    }
+
+
+# --- the run --------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--documents", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=777)
+    ap.add_argument("--model", default="doc-type")
+    ap.add_argument("--repository", type=Path, default=REPO_ROOT / "model_repository")
+    ap.add_argument("--shard-size", type=int, default=64)
+    ap.add_argument("--baseline-seconds", type=float, default=150.0)
+    ap.add_argument("--baseline-clients", type=int, default=16)
+    ap.add_argument("--baseline-workers", type=int, default=2)
+    ap.add_argument("--triton-alone-documents", type=int, default=600)
+    ap.add_argument("--accept-every", type=float, default=5.0)
+    ap.add_argument("--small-every", type=float, default=2.0)
+    args = ap.parse_args(argv)
+
+    docs = generate(args.documents, args.seed)
+    small = [d for d in generate(300, args.seed + 1) if len(d.text) < 1500]
+    workdir = Path(tempfile.mkdtemp(prefix="docq-bench-"))
+    started = time.perf_counter()
+    console.print(
+        f"[bold]docq bench[/]: {len(docs)} documents (seed {args.seed}), logs in {workdir}"
+    )
+
+    padding = padding_report(docs, args.repository, args.model, args.shard_size)
+    console.print(f"padding: {padding}")
+    console.print(
+        f"1/3 baseline: {args.baseline_clients} clients for {args.baseline_seconds:.0f} s"
+    )
+    baseline = run_baseline(docs, args, workdir)
+    console.print(f"    {baseline}")
+    with Stack(args.repository, workdir, args.shard_size) as stack:
+        console.print("2/3 docq: bulk upload until succeeded, with acceptance and small-job probes")
+        docq = run_docq(stack, docs, small, args)
+        console.print(f"    {docq}")
+        console.print(f"3/3 Triton alone: {args.triton_alone_documents} documents")
+        alone = run_triton_alone(stack, docs[: args.triton_alone_documents], args.model)
+        console.print(f"    {alone}")
+
+    summary = {
+        "documents": len(docs),
+        "docq_docs_per_s": docq["docs_per_s"],
+        "baseline_docs_per_s": baseline["docs_per_s"],
+        "ratio": round(docq["docs_per_s"] / baseline["docs_per_s"], 2)
+        if baseline["docs_per_s"]
+        else None,
+        "baseline_timeouts": baseline["timeouts"],
+        "docq_failures": docq["failures"],
+        "triton_alone_docs_per_s": alone["docs_per_s"],
+        "pipeline_efficiency": round(docq["docs_per_s"] / alone["docs_per_s"], 3),
+        "padding_efficiency": padding["padding_efficiency"],
+        "pad_to_512_efficiency": padding["pad_to_512_efficiency"],
+        "accept_p99_ms": docq["accept_ms"]["p99"],
+        "small_job_p95_s": docq["small_job_s"]["p95"],
+        "cpu_s": {
+            "baseline": baseline["cpu_s"],
+            "docq": docq["cpu_s"],
+            "triton_alone": alone["cpu_s"],
+        },
+        "detail": {"baseline": baseline, "docq": docq, "triton_alone": alone, "padding": padding},
+        "bench_seconds": round(time.perf_counter() - started, 1),
+        "machine": {"cpus": os.cpu_count()},
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "pipeline.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print_table(summary)
+
+
+def print_table(s: dict[str, Any]) -> None:
+    targets = {
+        "ratio": (">= 3", lambda v: v is not None and v >= 3),
+        "docq_failures": ("0", lambda v: v == 0),
+        "pipeline_efficiency": (">= 0.85", lambda v: v >= 0.85),
+        "padding_efficiency": (">= 0.90", lambda v: v >= 0.90),
+        "accept_p99_ms": ("<= 100", lambda v: v <= 100),
+        "small_job_p95_s": ("<= 2", lambda v: v <= 2),
+    }
+    table = Table(title=f"docq bench: {s['documents']} documents, {s['bench_seconds']} s")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("target")
+    table.add_column("met")
+    for key in (
+        "docq_docs_per_s",
+        "baseline_docs_per_s",
+        "ratio",
+        "baseline_timeouts",
+        "docq_failures",
+        "triton_alone_docs_per_s",
+        "pipeline_efficiency",
+        "padding_efficiency",
+        "pad_to_512_efficiency",
+        "accept_p99_ms",
+        "small_job_p95_s",
+    ):
+        target, check = targets.get(key, ("", None))
+        met = "" if check is None else ("yes" if check(s[key]) else "NO")
+        table.add_row(key, str(s[key]), target, met)
+    for phase, cpu in s["cpu_s"].items():
+        table.add_row(f"cpu seconds: {phase}", json.dumps(cpu), "", "")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""CPU time of process trees, read from /proc: how much CPU each tier of a stack used."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds of the process itself) or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw.rsplit(")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK
+
+
+def tree(root: int) -> list[int]:
+    """The pid and all its descendants alive now."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (st := _stat(int(entry.name))) is not None:
+            parents[int(entry.name)] = st[0]
+    out, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
+        out += frontier
+    return out
+
+
+def find(*needles: str) -> int:
+    """The pid of the one process whose command line holds every needle."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if all(n in cmdline for n in needles):
+            return int(entry.name)
+    raise LookupError(f"no process with {needles}")
+
+
+class CpuMeter:
+    """CPU seconds used by named process trees between start() and stop()."""
+
+    def __init__(self, roots: dict[str, int]) -> None:
+        self.roots = roots
+        self._start: dict[str, dict[int, float]] = {}
+
+    def _sample(self) -> dict[str, dict[int, float]]:
+        out: dict[str, dict[int, float]] = {}
+        for name, root in self.roots.items():
+            out[name] = {}
+            for pid in tree(root):
+                if (st := _stat(pid)) is not None:
+                    out[name][pid] = st[1]
+        return out
+
+    def start(self) -> None:
+        self._start = self._sample()
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds per tree (processes born during the window count from zero)."""
+        end = self._sample()
+        return {
+            name: round(
+                sum(t - self._start.get(name, {}).get(pid, 0.0) for pid, t in pids.items()), 2
+            )
+            for name, pids in end.items()
+        }
