@@ -35,11 +35,12 @@ import transformers
 from transformers import BertForSequenceClassification
 
 from conversion import export, head, package, pbtxt
-from conversion.batches import pad
 from conversion.corpus import LABELS, LabelledDocument, generate
 from conversion.evaluate import Accuracy, classify
-from conversion.tokens import TOKENIZER_FILES, load_tokenizer, window_spec, windows_of
+from conversion.tokens import TOKENIZER_FILES, windows_of
 from workers.aggregation import Aggregation
+from workers.packing import pad
+from workers.tokenizing import load_tokenizer, window_spec
 from workers.windowing import Window
 
 ROOT = Path(__file__).resolve().parent.parent

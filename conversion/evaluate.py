@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from conversion.batches import IdsAndMask, by_length
 from workers.aggregation import Aggregation, Prediction, aggregate
+from workers.packing import IdsAndMask, pack
 from workers.windowing import Window
 
 Runner = Callable[[IdsAndMask], npt.NDArray[np.float32]]
@@ -25,11 +25,11 @@ def window_logits(
 ) -> npt.NDArray[np.float32]:
     """Logits of every window (in window order), batched by similar length."""
     out: npt.NDArray[np.float32] | None = None
-    for idx, batch in by_length(windows, batch_size):
-        logits = run(batch)
+    for batch in pack(windows, batch_size):
+        logits = run((batch.input_ids, batch.attention_mask))
         if out is None:
             out = np.empty((len(windows), logits.shape[1]), dtype=np.float32)
-        out[idx] = logits
+        out[list(batch.rows)] = logits
     assert out is not None, "no windows"
     return out
 

@@ -17,7 +17,7 @@ import onnxruntime as ort
 import torch
 from transformers import PreTrainedModel
 
-from conversion.batches import IdsAndMask
+from workers.packing import IdsAndMask
 
 OPSET = 18
 INPUTS = ("input_ids", "attention_mask")

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from transformers import BertForSequenceClassification
 
-from conversion.batches import by_length
+from workers.packing import pack
 from workers.windowing import Window
 
 
@@ -27,11 +27,12 @@ def cls_states(
     """The encoder's last-layer [CLS] hidden state of every window, in window order."""
     model.eval()
     out = torch.empty(len(windows), model.config.hidden_size)
-    for idx, (ids, mask) in by_length(windows, batch_size):
+    for batch in pack(windows, batch_size):
         hidden = model.bert(
-            input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)
+            input_ids=torch.from_numpy(batch.input_ids),
+            attention_mask=torch.from_numpy(batch.attention_mask),
         ).last_hidden_state
-        out[idx] = hidden[:, 0]
+        out[list(batch.rows)] = hidden[:, 0]
     return out
 
 

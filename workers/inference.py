@@ -34,8 +34,15 @@ class TritonInference:
         self.max_in_flight = max_in_flight
         self.timeout_s = timeout_s
 
-    def infer(self, spec: ModelSpec, batches: Sequence[Batch]) -> list[npt.NDArray[np.float32]]:
-        """Logits for each batch, in order; at most `max_in_flight` requests outstanding."""
+    def infer(
+        self, spec: ModelSpec, batches: Sequence[Batch], *, priority: int = 0
+    ) -> list[npt.NDArray[np.float32]]:
+        """Logits for each batch, in order; at most `max_in_flight` requests outstanding.
+
+        `priority` is Triton's request priority (1 is the highest; 0 means the model's
+        default level): small jobs pass 1 so that their requests overtake a bulk job's in
+        Triton's queue, when the model's dynamic batcher has priority levels.
+        """
         results: list[npt.NDArray[np.float32] | None] = [None] * len(batches)
         errors: list[InferenceServerException] = []
         slots = threading.Semaphore(self.max_in_flight)
@@ -84,6 +91,7 @@ class TritonInference:
                     callback=partial(done, i),  # called as callback(result=..., error=...)
                     outputs=[grpcclient.InferRequestedOutput(spec.output_name)],
                     client_timeout=self.timeout_s,
+                    priority=priority,
                 )
             except InferenceServerException as exc:
                 done(i, None, exc)

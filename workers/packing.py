@@ -16,6 +16,19 @@ import numpy.typing as npt
 
 from workers.windowing import Window
 
+IdsAndMask = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def pad(windows: Sequence[Window], pad_id: int = 0) -> IdsAndMask:
+    """input_ids and attention_mask of windows padded to their longest (mask 0 on padding)."""
+    longest = max(w.length for w in windows)
+    ids = np.full((len(windows), longest), pad_id, dtype=np.int64)
+    mask = np.zeros((len(windows), longest), dtype=np.int64)
+    for row, w in enumerate(windows):
+        ids[row, : w.length] = w.ids
+        mask[row, : w.length] = 1
+    return ids, mask
+
 
 @dataclass(frozen=True, slots=True)
 class Batch:
@@ -53,12 +66,7 @@ def pack(
         if token_budget is not None:
             fit = max(1, min(fit, token_budget // longest))
         rows = order[start : start + fit]
-        ids = np.full((len(rows), longest), pad_id, dtype=np.int64)
-        mask = np.zeros((len(rows), longest), dtype=np.int64)
-        for r, i in enumerate(rows):
-            n = windows[i].length
-            ids[r, :n] = windows[i].ids
-            mask[r, :n] = 1
+        ids, mask = pad([windows[i] for i in rows], pad_id)
         batches.append(Batch(rows=tuple(rows), input_ids=ids, attention_mask=mask))
         start += len(rows)
     return batches

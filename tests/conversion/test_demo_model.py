@@ -18,10 +18,11 @@ import onnx
 import pytest
 
 from conversion import export, pbtxt
-from conversion.batches import IdsAndMask, pad
 from conversion.corpus import LABELS, generate
 from conversion.demo import CONFIG, MODEL_DIR, RUNTIME_SOURCE
-from conversion.tokens import load_tokenizer, window_spec, windows_of
+from conversion.tokens import windows_of
+from workers.packing import IdsAndMask, pad
+from workers.tokenizing import load_tokenizer, window_spec
 from workers.windowing import Window
 
 ONNX_PATH = MODEL_DIR / "1" / "model.onnx"
