@@ -10,8 +10,10 @@ MODEL  := model_repository/doc-type/1/model.onnx
 
 .PHONY: up test lint format install system model bench clean
 
+# The local stack may call webhook receivers on this machine (the SSRF guard allows it here).
 up: install system model
-	$(BIN)/honcho start -f Procfile
+	DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS=$${DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS:-true} \
+		$(BIN)/honcho start -f Procfile
 
 test: install system model
 	$(BIN)/pytest

@@ -21,6 +21,7 @@ STATUS: list[tuple[type[errors.DocqError], int]] = [
     (errors.ValidationError, 422),
     (errors.UnknownModel, 422),
     (errors.NotFound, 404),
+    (errors.Conflict, 409),
     (errors.ModelError, 502),
     (errors.RetryableError, 503),
     (errors.DocqError, 500),

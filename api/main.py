@@ -11,7 +11,7 @@ from prometheus_client import make_asgi_app
 
 from api import errors
 from api.deps import Resources
-from api.routes import health, jobs, models
+from api.routes import health, jobs, models, webhooks
 from docq import __version__
 from docq.catalog import ModelCatalog
 from docq.config import Settings, get_settings
@@ -41,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="docq", version=__version__, lifespan=lifespan)
     errors.install(app)
     app.include_router(jobs.router)
+    app.include_router(webhooks.router)
     app.include_router(models.router)
     app.include_router(health.router)
     app.mount("/metrics", make_asgi_app())

@@ -4,6 +4,9 @@
 - `application/x-ndjson`: one `{"id", "text"}` per line, model in `?model=`
 - `multipart/form-data`: text files in `files` (id = file name), model in the `model` field
 
+The webhook is `"webhook": {"url", "secret"}` in JSON, and `webhook_url` / `webhook_secret`
+query parameters (NDJSON) or form fields (multipart) otherwise.
+
 Errors name the document (position and id) and the field, so a client can fix its upload.
 """
 
@@ -107,6 +110,14 @@ def _parse_json(body: bytes) -> Any:
         raise MalformedBody(f"malformed JSON: {exc}", {"field": "body"}) from None
 
 
+def _webhook_fields(fields: Any) -> dict[str, Any] | None:
+    """`webhook_url` / `webhook_secret` from query parameters or form fields."""
+    url, secret = fields.get("webhook_url"), fields.get("webhook_secret")
+    if url is None and secret is None:
+        return None
+    return {"url": url, "secret": secret}
+
+
 def _parse_ndjson(body: bytes, model: str | None) -> dict[str, Any]:
     documents = []
     for lineno, line in enumerate(body.splitlines(), start=1):
@@ -147,7 +158,12 @@ async def _parse_multipart(request: Request, settings: Settings) -> dict[str, An
                     {"errors": [{"document": i, "id": item.filename, "field": "text"}]},
                 ) from None
             documents.append({"id": item.filename, "text": text})
-    return {"model": model if isinstance(model, str) else None, "documents": documents}
+        webhook = _webhook_fields(form)
+    return {
+        "model": model if isinstance(model, str) else None,
+        "documents": documents,
+        "webhook": webhook,
+    }
 
 
 async def parse_upload(request: Request, settings: Settings) -> JobCreate:
@@ -158,6 +174,7 @@ async def parse_upload(request: Request, settings: Settings) -> JobCreate:
     elif ctype in (NDJSON, "application/jsonl"):
         body = await read_body(request, settings.max_upload_bytes)
         raw = _parse_ndjson(body, request.query_params.get("model"))
+        raw["webhook"] = _webhook_fields(request.query_params)
     elif ctype in (JSON, ""):
         body = await read_body(request, settings.max_upload_bytes)
         raw = _parse_json(body)

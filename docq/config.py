@@ -93,6 +93,93 @@ class Settings(BaseSettings):
     )
     task_retry_backoff_max_s: int = Field(120, description="Cap on one retry delay.")
 
+    # --- models and model control ---------------------------------------------------
+    model_control: str = Field(
+        "explicit",
+        description="Triton's model-control mode. `explicit`: models load on first use and "
+        "idle ones are unloaded, so many models share one server's memory, at the price of "
+        "a load wait (seconds) for a job whose model is not resident. `none`: every model "
+        "of the repository loads at start and stays (no waits, all the memory).",
+    )
+    model_startup: str = Field(
+        "doc-type",
+        description="Comma-separated models loaded and warmed when Triton starts (explicit "
+        "mode): their first jobs do not wait for a load; each costs start-up time and memory.",
+    )
+    model_pinned: str = Field(
+        "doc-type",
+        description="Comma-separated models never unloaded (and loaded at start): memory "
+        "held whether they are used or not, in exchange for never waiting for a load.",
+    )
+    model_max_loaded: int = Field(
+        4,
+        description="Most models resident at once; past it the least recently used unpinned "
+        "idle model is unloaded. Lower saves memory and costs more reloads. 0: no cap.",
+    )
+    model_memory_budget_mb: int = Field(
+        0,
+        description="Most megabytes of resident models (estimated from each served "
+        "version's files); past it the least recently used unpinned idle model is unloaded. "
+        "0: no budget.",
+    )
+    model_idle_s: float = Field(
+        30.0,
+        description="A model that answered within this many seconds is never unloaded, even "
+        "over the cap or budget: running jobs keep their model, and the cap is exceeded "
+        "until it goes idle.",
+    )
+
+    # --- webhooks and lifecycle ---------------------------------------------------
+    webhook_url: str | None = Field(
+        None,
+        description="Tenant-wide default webhook for jobs that name none. One receiver for "
+        "every job is simpler to run; a job's own webhook still wins.",
+    )
+    webhook_secret: str | None = Field(
+        None,
+        description="`whsec_` secret of the default webhook (required with webhook_url). It is "
+        "copied into each job at upload, so a rotation applies to new jobs only.",
+    )
+    webhook_allow_private_networks: bool = Field(
+        False,
+        description="Allow webhook URLs that resolve to loopback, private or link-local "
+        "addresses. Needed for a local receiver; on a shared service it lets any client make "
+        "docq call internal hosts (SSRF), so keep it off there.",
+    )
+    webhook_timeout_s: float = Field(
+        10.0,
+        description="Per-attempt timeout (connect, send, each read). Short keeps a slow "
+        "receiver from holding a delivery worker; too short fails receivers that are merely "
+        "slow (they are retried).",
+    )
+    webhook_max_attempts: int = Field(
+        10,
+        description="Attempts before an event is dead-lettered. With the default backoff, 10 "
+        "attempts span about an hour of receiver outage.",
+    )
+    webhook_backoff_s: float = Field(
+        7.0,
+        description="Delay before the second attempt; doubles each attempt, with +-25% jitter "
+        "so that the retries of an outage do not all arrive in the same second.",
+    )
+    webhook_backoff_max_s: float = Field(
+        1800.0,
+        description="Cap on one retry delay. Must stay below visibility_timeout_s: a waiting "
+        "retry is held unacknowledged by the worker, and Redis would redeliver it.",
+    )
+    webhook_inline_results_max_bytes: int = Field(
+        0,
+        description="Put the results in the event's `data.results` when their JSON is at most "
+        "this many bytes. Saves the receiver a round trip for small jobs, at the cost of "
+        "larger payloads; 0 never inlines.",
+    )
+    keep_documents: bool = Field(
+        False,
+        description="Keep a shard's documents until the job expires. Off deletes them as soon "
+        "as their results are written (less data held, less memory); a redelivered finished "
+        "shard is then skipped instead of re-run.",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.shard_size < 1:
@@ -101,11 +188,52 @@ class Settings(BaseSettings):
             raise ValueError("triton_max_in_flight must be >= 1")
         if self.default_model == "":
             self.default_model = None
+        if self.model_control not in ("explicit", "none", "poll"):
+            raise ValueError("model_control must be explicit, none or poll")
+        if self.model_max_loaded < 0 or self.model_memory_budget_mb < 0 or self.model_idle_s < 0:
+            raise ValueError("model_max_loaded, model_memory_budget_mb, model_idle_s must be >= 0")
+        self._check_webhooks()
         return self
+
+    def _check_webhooks(self) -> None:
+        if self.webhook_url == "":
+            self.webhook_url = None
+        if self.webhook_url is not None and not self.webhook_secret:
+            raise ValueError("webhook_url needs webhook_secret (a whsec_... secret)")
+        if self.webhook_url is not None and self.webhook_secret is not None:
+            from docq.errors import WebhookRefused
+            from docq.webhooks import check_secret, check_url
+
+            try:
+                check_url(self.webhook_url)
+                check_secret(self.webhook_secret)
+            except WebhookRefused as exc:
+                raise ValueError(f"default webhook: {exc.message}") from None
+        if self.webhook_max_attempts < 1:
+            raise ValueError("webhook_max_attempts must be >= 1")
+        if self.webhook_timeout_s <= 0 or self.webhook_backoff_s <= 0:
+            raise ValueError("webhook_timeout_s and webhook_backoff_s must be > 0")
+        if self.webhook_backoff_max_s >= self.visibility_timeout_s:
+            raise ValueError("webhook_backoff_max_s must stay below visibility_timeout_s")
+        if self.job_ttl_s < 1:
+            raise ValueError("job_ttl_s must be >= 1")
 
     @property
     def celery_broker_url(self) -> str:
         return self.broker_url or self.redis_url
+
+    @property
+    def pinned_models(self) -> tuple[str, ...]:
+        return _names(self.model_pinned)
+
+    @property
+    def startup_models(self) -> tuple[str, ...]:
+        """Loaded when Triton starts: the startup list, then the pinned models not in it."""
+        return tuple(dict.fromkeys((*_names(self.model_startup), *self.pinned_models)))
+
+
+def _names(csv: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in csv.split(",") if n.strip())
 
 
 @lru_cache(maxsize=1)

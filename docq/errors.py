@@ -5,8 +5,11 @@
      │    ├── ValidationError    a bad upload or query (API answers 4xx, no job is created)
      │    │    ├── MalformedBody
      │    │    ├── PayloadTooLarge
-     │    │    └── UnsupportedMediaType
+     │    │    ├── UnsupportedMediaType
+     │    │    └── WebhookRefused     a webhook URL or secret docq will not use (SSRF guard)
      │    ├── NotFound           no such job (or it has expired)
+     │    ├── Conflict           the request clashes with the job's state (API answers 409)
+     │    │    └── IdempotencyKeyReused   same Idempotency-Key, different request
      │    ├── UnknownModel       the model is not in the Triton repository
      │    └── ModelError         the model answered with something unusable
      └── RetryableError          the world may heal: Celery retries these with backoff
@@ -61,10 +64,28 @@ class UnsupportedMediaType(ValidationError):
     code = "unsupported_media_type"
 
 
+class WebhookRefused(ValidationError):
+    """A webhook URL (scheme, host, resolved address) or secret that docq refuses to use."""
+
+    code = "webhook_refused"
+
+
 class NotFound(PermanentError):
     """The job does not exist or has expired."""
 
     code = "not_found"
+
+
+class Conflict(PermanentError):
+    """The request cannot apply to the job as it is now (e.g. redeliver while delivering)."""
+
+    code = "conflict"
+
+
+class IdempotencyKeyReused(Conflict):
+    """An Idempotency-Key came back with a different request (or its first use is in flight)."""
+
+    code = "idempotency_key_reused"
 
 
 class UnknownModel(PermanentError):

@@ -27,3 +27,22 @@ def results(job_id: str) -> str:
 def shards_done(job_id: str) -> str:
     """Hash: shard number -> failed-document count of its last completed run."""
     return f"{PREFIX}:job:{{{job_id}}}:shards"
+
+
+def webhook(job_id: str) -> str:
+    """Hash: the job's webhook (url, secret) and, once the job is final, its event's delivery
+    state (type, webhook id, state, attempts, token of the delivery chain, payload)."""
+    return f"{PREFIX}:job:{{{job_id}}}:webhook"
+
+
+def webhook_attempts(job_id: str) -> str:
+    """List: one JSON record per delivery attempt (time, status code or error, duration)."""
+    return f"{PREFIX}:job:{{{job_id}}}:webhook:attempts"
+
+
+def idempotency(key_digest: str) -> str:
+    """String: `job_id request_fingerprint` claimed by an Idempotency-Key (sha256 of the key).
+
+    Not under a job's hash tag: the key is claimed before the job exists.
+    """
+    return f"{PREFIX}:idempotency:{key_digest}"

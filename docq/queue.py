@@ -14,6 +14,10 @@ from docq.config import Settings
 
 CPU_QUEUE = "cpu"
 PROCESS_SHARD = "docq.process_shard"
+# Webhook deliveries have their own queue (and workers), so a slow or dead receiver never
+# holds up classification.
+WEBHOOKS_QUEUE = "webhooks"
+DELIVER_WEBHOOK = "docq.deliver_webhook"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -27,7 +31,10 @@ def make_celery(settings: Settings) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,  # a worker holds one shard at a time, others stay queued
         task_default_queue=CPU_QUEUE,
-        task_routes={PROCESS_SHARD: {"queue": CPU_QUEUE}},
+        task_routes={
+            PROCESS_SHARD: {"queue": CPU_QUEUE},
+            DELIVER_WEBHOOK: {"queue": WEBHOOKS_QUEUE},
+        },
         broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
@@ -42,3 +49,8 @@ def enqueue_shards(app: Celery, job_id: str, shards: int) -> None:
     with app.producer_or_acquire() as producer:
         for n in range(shards):
             app.send_task(PROCESS_SHARD, args=[job_id, n], queue=CPU_QUEUE, producer=producer)
+
+
+def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:
+    """The delivery of a job's event; `token` names the delivery chain (see docq.webhooks)."""
+    app.send_task(DELIVER_WEBHOOK, args=[job_id, token], queue=WEBHOOKS_QUEUE)

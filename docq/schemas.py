@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from docq.jobs import JobRecord, JobStatus
+from docq.jobs import Attempt, DeliveryState, EventType, JobRecord, JobStatus, WebhookRecord
 
 # --- in --------------------------------------------------------------------------
 
@@ -21,26 +21,49 @@ class DocumentIn(BaseModel):
     text: str = Field(min_length=1)
 
 
+class WebhookIn(BaseModel):
+    """Where to send the job's event; docq generates the secret when none is given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=2048)
+    secret: str | None = Field(None, min_length=1, max_length=256)
+
+
 class JobCreate(BaseModel):
-    """A JSON upload: `{"model": ..., "documents": [...]}`."""
+    """A JSON upload: `{"model": ..., "documents": [...], "webhook": {"url", "secret"}}`."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(None, min_length=1, max_length=256)
     documents: list[DocumentIn] = Field(min_length=1)
+    webhook: WebhookIn | None = None
 
 
 # --- out -------------------------------------------------------------------------
 
 
+class WebhookCreated(BaseModel):
+    """The job's webhook as the upload answer shows it."""
+
+    url: str
+    secret: str | None = Field(
+        None,
+        description="The signing secret docq generated for this job: shown in this answer "
+        "(and its idempotent replays) only. Null when the upload gave its own secret or the "
+        "tenant's default webhook is used.",
+    )
+
+
 class JobCreated(BaseModel):
-    """The 202 answer to an upload."""
+    """The 202 answer to an upload (200 when an Idempotency-Key replays an earlier one)."""
 
     id: str
     status: JobStatus
     model: str
     documents: int
     created_at: datetime
+    webhook: WebhookCreated | None = None
 
 
 class Progress(BaseModel):
@@ -75,6 +98,50 @@ class JobPublic(BaseModel):
             started_at=job.started_at,
             finished_at=job.finished_at,
             error=job.error,
+        )
+
+
+class AttemptPublic(BaseModel):
+    """One delivery attempt of a job's event."""
+
+    attempt: int
+    at: datetime
+    duration_ms: float
+    status_code: int | None = Field(description="The receiver's answer; null if none came.")
+    error: str | None = Field(description="Why it failed (timeout, refused, status); null on 2xx.")
+
+    @classmethod
+    def from_attempt(cls, a: Attempt) -> AttemptPublic:
+        return cls(
+            attempt=a.attempt,
+            at=a.at,
+            duration_ms=a.duration_ms,
+            status_code=a.status_code,
+            error=a.error,
+        )
+
+
+class WebhookPublic(BaseModel):
+    """A job's webhook and the delivery of its event (the secret is never shown)."""
+
+    url: str
+    state: DeliveryState
+    event: EventType | None = Field(description="Set once the job is final.")
+    webhook_id: str | None = Field(description="The `webhook-id` of every attempt.")
+    delivered_at: datetime | None
+    dead_lettered_at: datetime | None
+    attempts: list[AttemptPublic]
+
+    @classmethod
+    def from_record(cls, record: WebhookRecord, attempts: list[Attempt]) -> WebhookPublic:
+        return cls(
+            url=record.url,
+            state=record.state,
+            event=record.event,
+            webhook_id=record.webhook_id,
+            delivered_at=record.delivered_at,
+            dead_lettered_at=record.dead_lettered_at,
+            attempts=[AttemptPublic.from_attempt(a) for a in attempts],
         )
 
 

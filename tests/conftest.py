@@ -44,6 +44,12 @@ def settings(redis_url: str, triton_url: str) -> Settings:
         model_repository=MODEL_REPOSITORY,
         shard_size=8,
         task_retry_backoff_s=1,
+        # Webhooks: receivers on 127.0.0.1, and retries quick enough for a test.
+        webhook_allow_private_networks=True,
+        webhook_timeout_s=1.0,
+        webhook_max_attempts=5,
+        webhook_backoff_s=0.2,
+        webhook_backoff_max_s=1.0,
     )
 
 
@@ -59,6 +65,14 @@ def settings_env(settings: Settings) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def worker(settings: Settings, service_dir: Path) -> Iterator[object]:
     with celery_worker(settings_env(settings), service_dir / "worker.log") as proc:
+        yield proc
+
+
+@pytest.fixture(scope="session")
+def webhooks_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
+    """A Celery worker on the `webhooks` queue (webhook deliveries)."""
+    log = service_dir / "webhooks-worker.log"
+    with celery_worker(settings_env(settings), log, queues="webhooks", name="webhooks") as proc:
         yield proc
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +27,26 @@ class WorkerContext:
     triton: TritonInference
 
 
-def run_shard(ctx: WorkerContext, job_id: str, n: int) -> JobStatus | None:
+def _no_hook(job_id: str) -> None:
+    """The default `on_final`: nothing to tell anyone."""
+
+
+def run_shard(
+    ctx: WorkerContext,
+    job_id: str,
+    n: int,
+    *,
+    keep_documents: bool = True,
+    on_final: Callable[[str], None] = _no_hook,
+) -> JobStatus | None:
     """Classify shard n of a job and store its results; returns the job status after it.
 
     Safe to run twice (redelivery): results overwrite and progress does not double.
-    A shard of a cancelled, finished or expired job is skipped.
+    A shard of a cancelled, finished or expired job is skipped. `on_final(job_id)` runs
+    when this shard made the job final, and again when a redelivered shard finds the job
+    final (so a crash between the two cannot lose the job's event; the hook dispatches
+    the event only if that never happened). Without `keep_documents`, the shard's
+    documents are deleted in the same write as its results.
     """
     try:
         job = ctx.store.get_job(job_id)
@@ -38,10 +54,17 @@ def run_shard(ctx: WorkerContext, job_id: str, n: int) -> JobStatus | None:
         log.info("job %s is gone (expired or deleted); skipping shard %d", job_id, n)
         return None
     if job.status.final:
+        on_final(job_id)
         return job.status
     if ctx.store.mark_running(job_id) in (None, JobStatus.CANCELLED):
         return JobStatus.CANCELLED
-    documents = ctx.store.load_shard(job, n)
+    try:
+        documents = ctx.store.load_shard(job, n)
+    except NotFound:
+        if not ctx.store.shard_completed(job_id, n):
+            raise
+        log.info("job %s shard %d: already done and its documents deleted; skipping", job_id, n)
+        return job.status
     spec = ctx.catalog.spec(job.model)
     preds = classify(
         [d.text for d in documents], spec, load_tokenizer(spec.tokenizer_dir), ctx.triton
@@ -50,17 +73,36 @@ def run_shard(ctx: WorkerContext, job_id: str, n: int) -> JobStatus | None:
         (d.index, {"id": d.id, "label": p.label, "scores": p.scores, "windows": p.windows})
         for d, p in zip(documents, preds, strict=True)
     ]
-    status = ctx.store.complete_shard(job_id, n, results)
-    log.info("job %s shard %d: %d documents -> %s", job_id, n, len(results), status)
-    return status
+    done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
+    log.info("job %s shard %d: %d documents -> %s", job_id, n, len(results), done.status)
+    if done.performed:
+        on_final(job_id)
+    return done.status
 
 
-def fail_shard(ctx: WorkerContext, job_id: str, n: int, error: str) -> JobStatus | None:
-    """Give every document of shard n an error result, so the job can still finish."""
+def fail_shard(
+    ctx: WorkerContext,
+    job_id: str,
+    n: int,
+    error: str,
+    *,
+    keep_documents: bool = True,
+    on_final: Callable[[str], None] = _no_hook,
+) -> JobStatus | None:
+    """Give every document of shard n an error result, so the job can still finish.
+
+    A shard that already has results keeps them (the failure came after they were written,
+    e.g. while dispatching the job's event).
+    """
     try:
         job = ctx.store.get_job(job_id)
+        if ctx.store.shard_completed(job_id, n):
+            return job.status
         documents = ctx.store.load_shard(job, n)
     except NotFound:
         return None
     results = [(d.index, {"id": d.id, "error": error}) for d in documents]
-    return ctx.store.complete_shard(job_id, n, results)
+    done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
+    if done.performed:
+        on_final(job_id)
+    return done.status

@@ -6,12 +6,16 @@ import logging
 from typing import Any
 
 from celery import Task
+from kombu.exceptions import OperationalError
+from redis import RedisError
 
+from docq import webhooks
 from docq.config import get_settings
-from docq.errors import DocqError, RetryableError
-from docq.queue import PROCESS_SHARD
+from docq.errors import DocqError, QueueUnavailable, RetryableError, StoreUnavailable
+from docq.queue import DELIVER_WEBHOOK, PROCESS_SHARD
 from workers.app import app, context
 from workers.shard import fail_shard, run_shard
+from workers.webhooks import DeliveryPolicy, deliver
 
 log = logging.getLogger(__name__)
 _settings = get_settings()
@@ -28,7 +32,24 @@ class ShardTask(Task):  # type: ignore[misc]
         if isinstance(exc, RetryableError):
             reason = f"{reason} (gave up after {self.request.retries + 1} attempts)"
         log.error("job %s shard %d failed: %s", job_id, n, exc)
-        fail_shard(context(), job_id, n, reason)
+        fail_shard(
+            context(),
+            job_id,
+            n,
+            reason,
+            keep_documents=_settings.keep_documents,
+            on_final=dispatch_event,
+        )
+
+
+def dispatch_event(job_id: str) -> None:
+    """Enqueue the delivery of a job's event on the `webhooks` queue (once; see
+    docq.webhooks.dispatch). A broker outage is retryable: the shard task runs again,
+    finds the job final and dispatches then."""
+    try:
+        webhooks.dispatch(context().store, app, job_id)
+    except (OperationalError, RedisError) as exc:
+        raise QueueUnavailable(f"could not enqueue the webhook of job {job_id}", str(exc)) from exc
 
 
 @app.task(
@@ -42,4 +63,24 @@ class ShardTask(Task):  # type: ignore[misc]
 )
 def process_shard(job_id: str, shard: int) -> None:
     """Classify one shard of a job (the message carries ids, never documents)."""
-    run_shard(context(), job_id, shard)
+    run_shard(
+        context(),
+        job_id,
+        shard,
+        keep_documents=_settings.keep_documents,
+        on_final=dispatch_event,
+    )
+
+
+@app.task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)  # attempts are counted in Redis
+def deliver_webhook(self: Task, job_id: str, token: str) -> None:
+    """One attempt at delivering a job's event; failed attempts come back through Celery's
+    retry after the policy's backoff, until delivered, refused or dead-lettered."""
+    policy = DeliveryPolicy.from_settings(_settings)
+    try:
+        outcome = deliver(context().store, policy, job_id, token)
+    except (RedisError, StoreUnavailable) as exc:  # the job store may heal; try again
+        log.warning("job %s: webhook delivery could not reach the job store: %s", job_id, exc)
+        raise self.retry(countdown=policy.backoff_s) from exc
+    if outcome.retry_in_s is not None:
+        raise self.retry(countdown=outcome.retry_in_s)

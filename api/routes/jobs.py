@@ -1,24 +1,30 @@
-"""`/v1/jobs`: upload, status, results, cancel."""
+"""`/v1/jobs`: upload (with an optional Idempotency-Key), status, results, cancel."""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from kombu.exceptions import OperationalError
 from prometheus_client import Counter, Histogram
 from redis import RedisError
 
-from api.deps import Deps
+from api.deps import Deps, Resources
 from api.uploads import NDJSON, parse_upload
-from docq.errors import QueueUnavailable, ValidationError
+from docq import webhooks
+from docq.config import Settings
+from docq.errors import Conflict, IdempotencyKeyReused, NotFound, QueueUnavailable, ValidationError
+from docq.jobs import JobRecord
 from docq.queue import enqueue_shards
-from docq.schemas import JobCreated, JobPublic, ResultsPage
-from docq.store import Document
+from docq.schemas import JobCreate, JobCreated, JobPublic, ResultsPage, WebhookCreated
+from docq.store import Document, IdempotencyClaim, WebhookTarget
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -31,8 +37,21 @@ UPLOAD_SECONDS = Histogram(
 )
 
 
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        min_length=1,
+        max_length=255,
+        description="Makes a retried upload safe: the same key with the same request "
+        "answers 200 with the job it created; with a different request, 409.",
+    ),
+]
+
+
 @router.post("", status_code=202, response_model=JobCreated)
-async def create_job(request: Request, deps: Deps) -> JobCreated:
+async def create_job(
+    request: Request, response: Response, deps: Deps, idempotency_key: IdempotencyKey = None
+) -> JobCreated:
     """Accept a bulk upload: validate everything, store it in shards, enqueue, answer at once."""
     with UPLOAD_SECONDS.time():
         upload = await parse_upload(request, deps.settings)
@@ -41,22 +60,128 @@ async def create_job(request: Request, deps: Deps) -> JobCreated:
             raise ValidationError(
                 "no model given and no default model configured", {"field": "model"}
             )
+        webhook = await run_in_threadpool(_webhook_target, upload, deps.settings)
         await run_in_threadpool(deps.catalog.require, model)
         documents = [Document(d.id, d.text) for d in upload.documents]
-        job = await run_in_threadpool(deps.store.create_job, model, documents)
-        try:
-            await run_in_threadpool(enqueue_shards, deps.celery, job.id, job.shards)
-        except (OperationalError, RedisError) as exc:  # leave nothing behind, tell the client
-            await run_in_threadpool(deps.store.delete_job, job.id, job.shards)
-            raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
+        if idempotency_key is None:
+            job = await run_in_threadpool(_create, deps, model, documents, webhook, None)
+        else:
+            digest = webhooks.key_digest(idempotency_key)
+            claim = IdempotencyClaim(
+                job_id=deps.store.new_job_id(),
+                fingerprint=webhooks.fingerprint(
+                    model,
+                    ((d.id, d.text) for d in documents),
+                    webhook.url if webhook else None,
+                ),
+                bound=False,
+            )
+            earlier = await run_in_threadpool(_claim, deps, digest, claim)
+            if earlier is not None:
+                response.status_code = 200
+                return await run_in_threadpool(_replay, deps, earlier)
+            job = await run_in_threadpool(_create, deps, model, documents, webhook, (digest, claim))
     JOBS_CREATED.labels(model).inc()
     DOCUMENTS_ACCEPTED.labels(model).inc(job.documents)
+    shown = None
+    if webhook is not None:
+        shown = WebhookCreated(
+            url=webhook.url, secret=webhook.secret if webhook.secret_generated else None
+        )
+    return _created(job, shown)
+
+
+def _webhook_target(upload: JobCreate, settings: Settings) -> WebhookTarget | None:
+    """The job's webhook: its own (URL guarded, secret checked or generated), else the
+    tenant's default, else none."""
+    if upload.webhook is not None:
+        url = webhooks.guard(
+            upload.webhook.url, allow_private=settings.webhook_allow_private_networks
+        )
+        if upload.webhook.secret is None:
+            return WebhookTarget(url, webhooks.generate_secret(), secret_generated=True)
+        return WebhookTarget(url, webhooks.check_secret(upload.webhook.secret))
+    if settings.webhook_url is not None and settings.webhook_secret is not None:
+        # The operator's URL is trusted here; it meets the guard again at each delivery.
+        return WebhookTarget(settings.webhook_url, settings.webhook_secret)
+    return None
+
+
+def _create(
+    deps: Resources,
+    model: str,
+    documents: list[Document],
+    webhook: WebhookTarget | None,
+    idempotency: tuple[str, IdempotencyClaim] | None,
+) -> JobRecord:
+    """Store the job and enqueue its shards; on failure leave nothing behind (nor the key)."""
+    job_id = idempotency[1].job_id if idempotency else None
+    try:
+        job = deps.store.create_job(model, documents, webhook=webhook, job_id=job_id)
+        try:
+            enqueue_shards(deps.celery, job.id, job.shards)
+        except (OperationalError, RedisError) as exc:  # leave nothing behind, tell the client
+            deps.store.delete_job(job.id, job.shards)
+            raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
+    except BaseException:
+        if idempotency is not None:
+            deps.store.release_idempotency_key(*idempotency)
+        raise
+    if idempotency is not None and not deps.store.bind_idempotency_key(*idempotency):
+        log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job.id)
+    return job
+
+
+def _claim(deps: Resources, digest: str, claim: IdempotencyClaim) -> IdempotencyClaim | None:
+    """Claim the key for this upload, or the earlier claim when it is the same request.
+
+    Raises IdempotencyKeyReused when the key came with a different request, Conflict while
+    the first request with it is still being stored.
+    """
+    for _ in range(3):
+        earlier = deps.store.claim_idempotency_key(digest, claim)
+        if earlier is None:
+            return None
+        if earlier.fingerprint != claim.fingerprint:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used with a different request",
+                {"job_id": earlier.job_id},
+            )
+        if not earlier.bound:
+            raise Conflict(
+                "the first request with this Idempotency-Key is still being processed; "
+                "retry it shortly",
+                {"job_id": earlier.job_id},
+            )
+        try:
+            deps.store.get_job(earlier.job_id)
+            return earlier
+        except NotFound:  # the job expired and its key is going with it: start afresh
+            deps.store.release_idempotency_key(digest, earlier)
+    raise Conflict("this Idempotency-Key is contended; retry it shortly")
+
+
+def _replay(deps: Resources, earlier: IdempotencyClaim) -> JobCreated:
+    """The answer of the upload that created the job (its current status). A generated
+    secret is shown again: a replay is how a client that lost the first answer gets it."""
+    job = deps.store.get_job(earlier.job_id)
+    record = deps.store.get_webhook(job.id)
+    shown = None
+    if record is not None:
+        shown = WebhookCreated(
+            url=record.url, secret=record.secret if record.secret_generated else None
+        )
+    return _created(job, shown)
+
+
+def _created(job: JobRecord, webhook: WebhookCreated | None) -> JobCreated:
     return JobCreated(
         id=job.id,
         status=job.status,
         model=job.model,
         documents=job.documents,
         created_at=job.created_at,
+        webhook=webhook,
     )
 
 
@@ -89,8 +214,18 @@ def get_results(
 
 @router.delete("/{job_id}", response_model=JobPublic)
 def cancel_job(job_id: str, deps: Deps) -> JobPublic:
-    """Cancel a job: shards not yet started are skipped; results already written stay."""
-    deps.store.cancel(job_id)
+    """Cancel a job: shards not yet started are skipped; results already written stay.
+
+    The job's `job.cancelled` event is enqueued by the call that cancels; a repeated DELETE
+    enqueues it only if that never happened (e.g. the broker was down), never twice.
+    """
+    deps.store.request_cancel(job_id)
+    try:
+        webhooks.dispatch(deps.store, deps.celery, job_id)
+    except (OperationalError, RedisError) as exc:
+        raise QueueUnavailable(
+            "the job is cancelled but its webhook could not be enqueued; repeat the DELETE"
+        ) from exc
     return JobPublic.from_record(deps.store.get_job(job_id))
 
 

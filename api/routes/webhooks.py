@@ -1,0 +1,60 @@
+"""`/v1/jobs/{id}/webhook`: a job's webhook delivery, every attempt of it, and redelivery."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from kombu.exceptions import OperationalError
+from redis import RedisError
+
+from api.deps import Deps, Resources
+from docq import webhooks
+from docq.errors import Conflict, NotFound, QueueUnavailable
+from docq.jobs import DeliveryState, WebhookRecord
+from docq.schemas import WebhookPublic
+
+router = APIRouter(prefix="/v1/jobs/{job_id}/webhook", tags=["webhooks"])
+
+
+def _record(deps: Resources, job_id: str) -> WebhookRecord:
+    deps.store.get_job(job_id)  # 404 for an unknown or expired job
+    record = deps.store.get_webhook(job_id)
+    if record is None:
+        raise NotFound(f"job {job_id!r} has no webhook", {"job_id": job_id})
+    return record
+
+
+def _public(deps: Resources, job_id: str) -> WebhookPublic:
+    record = _record(deps, job_id)
+    return WebhookPublic.from_record(record, deps.store.webhook_attempts(job_id))
+
+
+@router.get("", response_model=WebhookPublic)
+def get_webhook(job_id: str, deps: Deps) -> WebhookPublic:
+    """The job's webhook URL, its event, the delivery state and every attempt so far."""
+    return _public(deps, job_id)
+
+
+@router.post("/redeliver", status_code=202, response_model=WebhookPublic)
+def redeliver(job_id: str, deps: Deps) -> WebhookPublic:
+    """Send the job's event again, with a fresh attempt budget.
+
+    It is the same event, so it keeps its `webhook-id` (a receiver that already accepted
+    it may de-duplicate it). A finished delivery (delivered, failed, dead-lettered) starts a
+    new round; a pending one whose delivery task was lost is taken over. 409 while the job
+    runs, while an attempt runs, or while a retry is scheduled.
+    """
+    _record(deps, job_id)
+    before, restarted = deps.store.restart_delivery(job_id)
+    if before is DeliveryState.WAITING:
+        raise Conflict("the job is not final yet: it has no event to deliver", {"job_id": job_id})
+    if not restarted:
+        raise Conflict(
+            "the event is still being delivered (an attempt is running or a retry is "
+            "scheduled); redeliver once that is over",
+            {"job_id": job_id},
+        )
+    try:
+        webhooks.dispatch(deps.store, deps.celery, job_id)
+    except (OperationalError, RedisError) as exc:
+        raise QueueUnavailable("the redelivery could not be enqueued; repeat the request") from exc
+    return _public(deps, job_id)
