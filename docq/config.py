@@ -129,6 +129,15 @@ class Settings(BaseSettings):
         "until it goes idle.",
     )
 
+    # --- scheduling -----------------------------------------------------------------
+    small_job_max_documents: int = Field(
+        16,
+        description="Jobs of at most this many documents take the priority lane: their own "
+        "queue and worker, and a higher Triton request priority, so a 3-document job never "
+        "waits for a 20,000-document one. Raising it lets bigger jobs overtake bulk work; 0 "
+        "turns the lane off.",
+    )
+
     # --- webhooks and lifecycle ---------------------------------------------------
     webhook_url: str | None = Field(
         None,

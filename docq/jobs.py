@@ -42,6 +42,7 @@ class JobRecord:
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
+    priority: bool = False  # in the small-job lane: its own queue, higher Triton priority
 
     @classmethod
     def from_redis(cls, h: dict[str, str]) -> JobRecord:
@@ -64,6 +65,7 @@ class JobRecord:
             started_at=ts("started_at"),
             finished_at=ts("finished_at"),
             error=h.get("error") or None,
+            priority=h.get("lane") == "priority",
         )
 
 

@@ -15,7 +15,7 @@ def job(job_id: str) -> str:
 
 
 def shard(job_id: str, n: int) -> str:
-    """String: shard n's documents, zlib-compressed JSON `[[id, text], ...]`."""
+    """String: shard n's documents, zstd-compressed JSON `[[id, text], ...]`."""
     return f"{PREFIX}:job:{{{job_id}}}:shard:{n}"
 
 

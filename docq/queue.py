@@ -13,6 +13,8 @@ from celery import Celery
 from docq.config import Settings
 
 CPU_QUEUE = "cpu"
+# Small jobs: consumed by a worker of their own, so they never queue behind a bulk job.
+PRIORITY_QUEUE = "cpu-priority"
 PROCESS_SHARD = "docq.process_shard"
 # Webhook deliveries have their own queue (and workers), so a slow or dead receiver never
 # holds up classification.
@@ -44,11 +46,12 @@ def make_celery(settings: Settings) -> Celery:
     return app
 
 
-def enqueue_shards(app: Celery, job_id: str, shards: int) -> None:
-    """One task per shard, by id."""
+def enqueue_shards(app: Celery, job_id: str, shards: int, *, priority: bool = False) -> None:
+    """One task per shard, by id; small jobs go to the priority lane's own queue."""
+    queue = PRIORITY_QUEUE if priority else CPU_QUEUE
     with app.producer_or_acquire() as producer:
         for n in range(shards):
-            app.send_task(PROCESS_SHARD, args=[job_id, n], queue=CPU_QUEUE, producer=producer)
+            app.send_task(PROCESS_SHARD, args=[job_id, n], queue=queue, producer=producer)
 
 
 def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:

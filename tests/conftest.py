@@ -64,8 +64,18 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def worker(settings: Settings, service_dir: Path) -> Iterator[object]:
-    with celery_worker(settings_env(settings), service_dir / "worker.log") as proc:
+    """A worker on both classification queues (bulk and small-job lane)."""
+    env = settings_env(settings)
+    with celery_worker(env, service_dir / "worker.log", queues="cpu,cpu-priority") as proc:
         yield proc
+
+
+@pytest.fixture(scope="session")
+def priority_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
+    """A worker of the small-job lane only, as `make up` runs it."""
+    log = service_dir / "priority-worker.log"
+    with celery_worker(settings_env(settings), log, queues="cpu-priority", name="priority") as p:
+        yield p
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,11 @@ from workers.tokenizing import load_tokenizer
 log = logging.getLogger(__name__)
 
 
+# Triton request priority of small jobs' windows (1 is the highest level; bulk jobs send 0,
+# the model's default level). Models written by conversion/ have two priority levels.
+SMALL_JOB_PRIORITY = 1
+
+
 @dataclass
 class WorkerContext:
     """Per-process clients of a worker, created after fork."""
@@ -65,9 +70,15 @@ def run_shard(
             raise
         log.info("job %s shard %d: already done and its documents deleted; skipping", job_id, n)
         return job.status
+    # Explicit model control: load the model on first use (waits for it; never fails here).
+    ctx.catalog.ensure_ready(job.model)
     spec = ctx.catalog.spec(job.model)
     preds = classify(
-        [d.text for d in documents], spec, load_tokenizer(spec.tokenizer_dir), ctx.triton
+        [d.text for d in documents],
+        spec,
+        load_tokenizer(spec.tokenizer_dir),
+        ctx.triton,
+        priority=SMALL_JOB_PRIORITY if job.priority else 0,
     )
     results: list[tuple[int, dict[str, Any]]] = [
         (d.index, {"id": d.id, "label": p.label, "scores": p.scores, "windows": p.windows})

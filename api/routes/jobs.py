@@ -117,9 +117,12 @@ def _create(
     """Store the job and enqueue its shards; on failure leave nothing behind (nor the key)."""
     job_id = idempotency[1].job_id if idempotency else None
     try:
-        job = deps.store.create_job(model, documents, webhook=webhook, job_id=job_id)
+        small = len(documents) <= deps.settings.small_job_max_documents
+        job = deps.store.create_job(
+            model, documents, webhook=webhook, job_id=job_id, priority=small
+        )
         try:
-            enqueue_shards(deps.celery, job.id, job.shards)
+            enqueue_shards(deps.celery, job.id, job.shards, priority=job.priority)
         except (OperationalError, RedisError) as exc:  # leave nothing behind, tell the client
             deps.store.delete_job(job.id, job.shards)
             raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
