@@ -26,6 +26,9 @@ class ModelSpec:
     labels: tuple[str, ...]
     tokenizer_dir: Path
     runtime: str
+    # Most padded tokens (rows x longest window) in one request: caps a batch of long
+    # windows below max_batch_size x max_seq_len when memory or latency needs it.
+    token_budget: int = 0  # 0: max_batch_size x max_seq_len
     input_names: tuple[str, str] = ("input_ids", "attention_mask")
     output_name: str = "logits"
 

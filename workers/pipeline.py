@@ -60,6 +60,7 @@ def classify(
 ) -> list[Prediction]:
     """Predictions for `texts`, in order. Every token of every text is read."""
     windows = split_all(tokenize(tok, texts), window_spec(tok, spec.max_seq_len, spec.stride))
-    batches = pack(windows, spec.max_batch_size, pad_id=tok.pad_token_id or 0)
+    budget = spec.token_budget or spec.max_batch_size * spec.max_seq_len
+    batches = pack(windows, spec.max_batch_size, budget, pad_id=tok.pad_token_id or 0)
     logits = triton.infer(spec, batches, priority=priority)
     return predictions(windows, window_logits(windows, batches, logits), len(texts), spec)

@@ -1,0 +1,87 @@
+"""classify() end to end on the CPU side, with the inference edge replaced by a recorder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from docq.config import REPO_ROOT
+from docq.models import ModelSpec
+from workers.packing import Batch
+from workers.pipeline import classify
+from workers.tokenizing import load_tokenizer, tokenize, window_spec
+from workers.windowing import split
+
+LABELS = ("a", "b", "c")
+TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
+
+
+def spec(**kw: int) -> ModelSpec:
+    return ModelSpec(
+        name="m",
+        max_batch_size=kw.get("max_batch_size", 4),
+        max_seq_len=32,
+        stride=4,
+        aggregation="mean",
+        labels=LABELS,
+        tokenizer_dir=TOKENIZER,
+        runtime="test",
+        token_budget=kw.get("token_budget", 0),
+    )
+
+
+def logits_of(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """A window's logits as a pure function of its tokens: label = first content id % 3."""
+    out = np.zeros(len(LABELS), dtype=np.float32)
+    out[int(ids[1]) % len(LABELS)] = 5.0
+    return out
+
+
+class Recorder:
+    """Answers like a model would, from the padded rows it is sent, and keeps the requests."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[Batch], int]] = []
+
+    def infer(
+        self, spec: ModelSpec, batches: Sequence[Batch], *, priority: int = 0
+    ) -> list[npt.NDArray[np.float32]]:
+        self.calls.append((list(batches), priority))
+        return [np.stack([logits_of(row) for row in b.input_ids]) for b in batches]
+
+
+TEXTS = [
+    "Invoice number 17, total due 200 EUR.",
+    " ".join(f"clause {i} of the agreement binds both parties" for i in range(40)),
+    "receipt",
+    " ".join(f"item {i} delivered in good order" for i in range(15)),
+]
+
+
+def test_predictions_follow_each_documents_own_windows() -> None:
+    tok = load_tokenizer(TOKENIZER)
+    wspec = window_spec(tok, 32, 4)
+    rec = Recorder()
+    preds = classify(TEXTS, spec(), tok, rec, priority=1)
+    assert len(preds) == len(TEXTS)
+    for text, pred in zip(TEXTS, preds, strict=True):
+        windows = split(0, tokenize(tok, [text])[0], wspec)
+        expected = np.mean([logits_of(w.ids) for w in windows], axis=0)
+        assert pred.windows == len(windows)
+        assert pred.label == LABELS[int(np.argmax(expected))]
+        assert abs(sum(pred.scores.values()) - 1.0) < 1e-9
+    ((batches, priority),) = rec.calls
+    assert priority == 1
+    assert sum(len(b.rows) for b in batches) == sum(p.windows for p in preds)
+
+
+def test_batches_respect_max_batch_size_and_token_budget() -> None:
+    tok = load_tokenizer(TOKENIZER)
+    rec = Recorder()
+    classify(TEXTS, spec(max_batch_size=4, token_budget=64), tok, rec)
+    ((batches, _),) = rec.calls
+    assert all(len(b.rows) <= 4 for b in batches)
+    assert all(b.computed_tokens <= 64 for b in batches)
+    assert max(b.input_ids.shape[1] for b in batches) == 32
