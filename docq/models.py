@@ -55,6 +55,7 @@ class ModelSpec:
                 labels=labels,
                 tokenizer_dir=folder / params.get("tokenizer", "tokenizer"),
                 runtime=params.get("runtime", ""),
+                token_budget=int(params.get("token_budget", "0")),
                 output_name=outputs[0]["name"],
             )
         except (KeyError, ValueError, OSError) as exc:
