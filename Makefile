@@ -7,6 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 MODEL  := model_repository/doc-type/1/model.onnx
+LANG_MODEL := model_repository/doc-lang/1/model.onnx
 
 .PHONY: up test lint format install system model bench clean
 
@@ -45,11 +46,15 @@ system:
 	@$(BIN)/python -c "import sysconfig,pathlib,sys; d=sysconfig.get_config_var('LIBDIR'); sys.exit(0 if list(pathlib.Path(d).glob('libpython3.11.so*')) or list(pathlib.Path('/usr/lib').rglob('libpython3.11.so*')) else 1)" \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpython3.11 >/dev/null; }
 
-# The demo model is built once (deterministic, a few minutes on 2 cores) and reused.
-model: $(MODEL)
+# The demo models are built once (deterministic, a few minutes each on 2 cores) and reused:
+# doc-type (document type) and doc-lang (document language), two models on one Triton.
+model: $(MODEL) $(LANG_MODEL)
 
 $(MODEL): | $(STAMP)
 	$(BIN)/python -m conversion.demo
+
+$(LANG_MODEL): | $(STAMP)
+	$(BIN)/python -m conversion.demo_lang
 
 bench: install system model
 	$(BIN)/python -m bench.pipeline

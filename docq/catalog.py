@@ -10,7 +10,9 @@ from typing import Any
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
+from docq.config import get_settings
 from docq.errors import InferenceUnavailable, UnknownModel
+from docq.model_control import ModelControl, ModelStatus, Policy
 from docq.models import ModelSpec
 
 
@@ -20,10 +22,16 @@ class ModelCatalog:
     Create one per process after fork: it holds a gRPC channel.
     """
 
-    def __init__(self, url: str, repository: Path, *, ttl_s: float = 5.0) -> None:
+    def __init__(
+        self, url: str, repository: Path, *, ttl_s: float = 5.0, policy: Policy | None = None
+    ) -> None:
         self.client = grpcclient.InferenceServerClient(url)
         self.repository = repository
         self.ttl_s = ttl_s
+        # Model control follows the process's settings unless told otherwise.
+        self.control = ModelControl(
+            self.client, repository, policy or Policy.from_settings(get_settings())
+        )
         self._lock = threading.Lock()
         self._index: tuple[float, list[dict[str, Any]]] | None = None
         self._specs: dict[str, tuple[float, ModelSpec]] = {}
@@ -63,6 +71,16 @@ class ModelCatalog:
         with self._lock:
             self._specs[name] = (time.monotonic(), spec)
         return spec
+
+    def ensure_ready(self, name: str) -> None:
+        """Return once Triton serves `name`, loading it first if needed (docq/model_control.py)."""
+        if self.control.ensure_ready(name):
+            with self._lock:
+                self._index = None  # the index cached before the load is stale
+
+    def statuses(self) -> dict[str, ModelStatus]:
+        """Every model of the repository with its state and version, read from Triton now."""
+        return self.control.statuses()
 
     def server_ready(self) -> bool:
         try:

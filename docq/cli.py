@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from conversion.cli import convert, validate
 from docq.client import DocqAPIError, DocqClient
 
 app = typer.Typer(
@@ -77,11 +78,16 @@ def models(api: Api = DEFAULT_API) -> None:
         table.add_row(
             m["name"],
             m["version"] or "",
-            m["state"],
+            m["state"] + (" (pinned)" if m.get("pinned") else ""),
             ", ".join(m["labels"] or []),
             str(m["max_seq_len"] or ""),
         )
     Console().print(table)
+
+
+# The model toolchain (conversion/cli.py): a checkpoint to a served, parity-checked model.
+app.command()(convert)
+app.command()(validate)
 
 
 if __name__ == "__main__":

@@ -156,8 +156,12 @@ class ModelPublic(BaseModel):
     """A model Triton serves (or can serve)."""
 
     name: str
-    version: str | None
-    state: str
+    version: str | None = Field(description="The version served (or being loaded).")
+    state: str = Field(
+        description="available (not loaded yet), loading, ready, unloading, unloaded "
+        "(loads again on next use) or failed (its last load failed: see reason)."
+    )
+    pinned: bool = Field(False, description="Never unloaded to make room for other models.")
     labels: list[str] | None = None
     max_seq_len: int | None = None
     max_batch_size: int | None = None

@@ -92,7 +92,16 @@ def server_command(
     return cmd + list(extra or [])
 
 
+def startup_models(repository: Path, names: tuple[str, ...]) -> list[str]:
+    """The startup models the repository holds (a missing one is reported, not fatal)."""
+    present = [n for n in names if (repository / n / "config.pbtxt").exists()]
+    for name in sorted(set(names) - set(present)):
+        print(f"docq.tritonserver: startup model {name!r} is not in {repository}", file=sys.stderr)
+    return present
+
+
 def main(
+    ctx: typer.Context,
     http_port: Annotated[int | None, typer.Option(help="default: DOCQ_TRITON_HTTP_PORT")] = None,
     grpc_port: Annotated[int | None, typer.Option(help="default: DOCQ_TRITON_GRPC_PORT")] = None,
     metrics_port: Annotated[
@@ -101,17 +110,34 @@ def main(
     model_repository: Annotated[
         Path | None, typer.Option(help="default: DOCQ_MODEL_REPOSITORY")
     ] = None,
+    model_control: Annotated[
+        str | None, typer.Option(help="explicit, none or poll; default: DOCQ_MODEL_CONTROL")
+    ] = None,
 ) -> None:
-    """Replace this process with tritonserver (so that signals reach the server directly)."""
+    """Replace this process with tritonserver (so that signals reach the server directly).
+
+    In explicit model-control mode the startup and pinned models (DOCQ_MODEL_STARTUP,
+    DOCQ_MODEL_PINNED) are loaded, and warmed, before the server reports ready; the others
+    load on first use. Arguments after the options go to tritonserver as they are.
+    """
     s = get_settings()
+    repository = model_repository or s.model_repository
+    mode = model_control or s.model_control
     cmd = server_command(
-        model_repository or s.model_repository,
+        repository,
         http_port or s.triton_http_port,
         grpc_port or s.triton_grpc_port,
         metrics_port or s.triton_metrics_port,
+        model_control=mode,
+        load=startup_models(repository, s.startup_models) if mode == "explicit" else None,
+        extra=list(ctx.args),
     )
     os.execve(cmd[0], cmd, server_env(dict(os.environ)))
 
 
 if __name__ == "__main__":
-    typer.run(main)
+    launcher = typer.Typer(add_completion=False)
+    launcher.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+        main
+    )
+    launcher()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,3 +98,58 @@ def api(settings: Settings) -> Iterator[TestClient]:
 @pytest.fixture
 def store(redis_url: str) -> JobStore:
     return JobStore.from_url(redis_url, shard_size=4, ttl_s=3600)
+
+
+# --- models and model control (issue 5) ----------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer, 32-wide BERT classifier over doc-type's labels and tokenizer (random weights).
+
+    Real enough to export, quantize, serve and validate; small enough to do so in seconds.
+    """
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from conversion.corpus import LABELS
+    from conversion.tokens import TOKENIZER_FILES
+
+    path = tmp_path_factory.mktemp("tiny") / "checkpoint"
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=len(LABELS),
+        id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)},
+    )
+    BertForSequenceClassification(config).eval().save_pretrained(path)
+    for name in TOKENIZER_FILES:
+        shutil.copyfile(MODEL_REPOSITORY / "doc-type" / "tokenizer" / name, path / name)
+    return path
+
+
+def link_model(repository: Path, name: str, source: Path | None = None) -> Path:
+    """Put a built model of model_repository/ into `repository` without copying its weights.
+
+    The model folder and its version folders are real (so versions can be published into
+    them); weights, labels and tokenizer are symbolic links to the built model.
+    """
+    source = source or MODEL_REPOSITORY / name
+    if not (source / "1").is_dir():
+        pytest.fail(f"{name} is not built: run `make model`")
+    target = repository / name
+    target.mkdir(parents=True)
+    shutil.copyfile(source / "config.pbtxt", target / "config.pbtxt")
+    for entry in ("labels.txt", "tokenizer"):
+        (target / entry).symlink_to(source / entry)
+    (target / "1").mkdir()
+    for f in (source / "1").iterdir():
+        if f.is_file():
+            (target / "1" / f.name).symlink_to(f)
+    return target

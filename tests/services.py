@@ -69,8 +69,17 @@ def redis_server(workdir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def triton_server(repository: Path, log: Path, extra: list[str] | None = None) -> Iterator[str]:
-    """A real tritonserver serving `repository`; yields its gRPC address."""
+def triton_server(
+    repository: Path,
+    log: Path,
+    extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[str]:
+    """A real tritonserver serving `repository`; yields its gRPC address.
+
+    `extra`: launcher options and tritonserver arguments (e.g. `--model-control explicit`);
+    `env`: the launcher's environment (DOCQ_* settings such as DOCQ_MODEL_STARTUP).
+    """
     import tritonclient.grpc as grpcclient
 
     http, grpc, metrics = free_port(), free_port(), free_port()
@@ -86,9 +95,10 @@ def triton_server(repository: Path, log: Path, extra: list[str] | None = None) -
         str(metrics),
         "--model-repository",
         str(repository),
+        *(extra or []),
     ]
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     url = f"127.0.0.1:{grpc}"
     try:
         client = grpcclient.InferenceServerClient(url)

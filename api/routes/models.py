@@ -1,4 +1,4 @@
-"""`/v1/models`: the models Triton serves, with their labels and limits."""
+"""`/v1/models`: the models of Triton's repository, their state, version, labels and limits."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from api.deps import Deps
 from docq.errors import DocqError
+from docq.model_control import ModelState
 from docq.schemas import ModelPublic, ModelsPublic
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
@@ -13,18 +14,24 @@ router = APIRouter(prefix="/v1/models", tags=["models"])
 
 @router.get("", response_model=ModelsPublic)
 def list_models(deps: Deps) -> ModelsPublic:
-    """Every model in Triton's repository, its state, and (when loaded) labels and limits."""
+    """Every model in the repository: state and version now, and labels and limits when ready.
+
+    In explicit model control a model that is not loaded is still listed (available or
+    unloaded): a job for it loads it.
+    """
+    pinned = set(deps.settings.pinned_models)
     data = []
-    for entry in deps.catalog.index():
+    for status in sorted(deps.catalog.statuses().values(), key=lambda s: s.name):
         model = ModelPublic(
-            name=entry["name"],
-            version=entry.get("version") or None,
-            state=entry.get("state", "UNKNOWN").lower(),
-            reason=entry.get("reason") or None,
+            name=status.name,
+            version=status.version,
+            state=status.state.value,
+            pinned=status.name in pinned,
+            reason=status.reason,
         )
-        if entry.get("state") == "READY":
+        if status.state is ModelState.READY:
             try:
-                spec = deps.catalog.spec(entry["name"])
+                spec = deps.catalog.spec(status.name)
             except DocqError as exc:
                 model.reason = exc.message
             else:

@@ -1,0 +1,227 @@
+"""Convert a Hugging Face sequence-classification checkpoint into a served Triton model.
+
+    checkpoint dir ──stage──> build/convert/<name>/   model.onnx | model.plan | weights,
+    (config, weights,                                 model.py, config.pbtxt; ONNX checked
+     tokenizer)                                       and compared with PyTorch
+                   ──gate───> parity report (docq validate's numbers) - refused beyond
+                                                      thresholds unless forced
+                   ──publish> <repository>/<name>/<next version>/, renamed into place
+
+One runtime per conversion (see DESIGN.md): `onnx-cpu` (Triton's Python backend running
+ONNX Runtime: FP32, or INT8 by dynamic quantization), `onnxruntime` (Triton's ONNX Runtime
+backend, NGC container), `torch-gpu` (Python backend running PyTorch FP16 on a GPU) and
+`tensorrt` (a trtexec engine, FP16 or FP32, NGC container). The config.pbtxt is written by
+conversion/pbtxt.py; for TensorRT its max_batch_size is the engine profile's max batch.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # checkpoints are local; no hub is reachable
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tritonclient.grpc import model_config_pb2 as mc
+
+from conversion import export, package, pbtxt, tensorrt
+from conversion.checkpoint import load_checkpoint
+from workers.aggregation import Aggregation
+
+RUNTIME_SOURCES = Path(__file__).resolve().parent / "runtimes"
+# Precisions each runtime can be converted to; the first is the default.
+PRECISIONS: dict[str, tuple[str, ...]] = {
+    "onnx-cpu": ("fp32", "int8"),
+    "onnxruntime": ("fp32", "int8"),
+    "torch-gpu": ("fp16", "bf16", "fp32"),
+    "tensorrt": ("fp16", "fp32"),
+}
+_TORCH_DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to build: the served model's name, runtime, precision and batching settings."""
+
+    name: str
+    runtime: str = "onnx-cpu"
+    precision: str | None = None  # None: the runtime's default (PRECISIONS[runtime][0])
+    max_batch_size: int = 8
+    max_seq_len: int = 512
+    stride: int = 64
+    aggregation: str = Aggregation.MEAN.value
+    opt_batch: int = 2  # TensorRT: the batch the engine is tuned for
+    instance_count: int = 1
+    threads: int = 2  # onnx-cpu / torch-gpu on CPU: intra-op threads per instance
+    max_queue_delay_us: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.runtime not in PRECISIONS:
+            raise ValueError(
+                f"unknown runtime {self.runtime!r}; expected one of {list(PRECISIONS)}"
+            )
+        if self.precision is not None and self.precision not in PRECISIONS[self.runtime]:
+            raise ValueError(
+                f"runtime {self.runtime} is built in {'/'.join(PRECISIONS[self.runtime])}, "
+                f"not {self.precision}"
+            )
+        Aggregation(self.aggregation)  # ValueError for an unknown one
+
+    @property
+    def dtype(self) -> str:
+        return self.precision or PRECISIONS[self.runtime][0]
+
+    def profile(self) -> tensorrt.Profile:
+        return tensorrt.profile(self.max_batch_size, self.max_seq_len, self.opt_batch)
+
+    def classifier_config(self, num_labels: int) -> pbtxt.ClassifierConfig:
+        extra = {"precision": self.dtype}
+        if self.runtime == "onnx-cpu":
+            extra["intra_op_threads"] = str(self.threads)
+        if self.runtime == "torch-gpu":
+            extra["dtype"] = _TORCH_DTYPE_NAMES[self.dtype]
+            extra["intra_op_threads"] = str(self.threads)
+        if self.runtime == "tensorrt":
+            extra["profile"] = str(self.profile())
+        return pbtxt.ClassifierConfig(
+            name=self.name,
+            runtime=self.runtime,
+            num_labels=num_labels,
+            # An engine takes no batch beyond its profile's max: the config says the same.
+            max_batch_size=(
+                self.profile().max_batch_size if self.runtime == "tensorrt" else self.max_batch_size
+            ),
+            max_seq_len=self.max_seq_len,
+            stride=self.stride,
+            aggregation=self.aggregation,
+            max_queue_delay_us=self.max_queue_delay_us,
+            instance_count=self.instance_count,
+            extra_parameters=extra,
+        )
+
+
+@dataclass
+class Staged:
+    """A converted model, built and checked, not yet published."""
+
+    target: Target
+    folder: Path  # the version folder's files
+    config: mc.ModelConfig
+    labels: tuple[str, ...]
+    checkpoint: Path
+    onnx_max_abs_diff: float | None  # ONNX Runtime vs PyTorch on sample windows (FP32 graphs)
+    notes: list[str] = field(default_factory=list)
+
+    def gate_candidate(self) -> str | None:
+        """How `docq validate` runs this build here, or None where its runtime cannot run."""
+        if self.target.runtime in ("onnx-cpu", "onnxruntime"):
+            return f"onnx:{self.folder / 'model.onnx'}"
+        if self.target.runtime == "torch-gpu" and torch.cuda.is_available():
+            return f"torch:{self.target.dtype}:cuda"
+        if self.target.runtime == "tensorrt" and torch.cuda.is_available():
+            try:
+                import tensorrt as _  # noqa: F401
+            except ImportError:
+                return None
+            return f"tensorrt:{self.folder / 'model.plan'}"
+        return None
+
+
+def sample_batches(
+    vocab_size: int, max_seq_len: int, seed: int = 0
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Random token batches with padded rows and lengths up to max_seq_len: ONNX vs PyTorch."""
+    rng = np.random.default_rng(seed)
+    batches = []
+    for rows, longest in ((1, 2), (2, 17), (3, max_seq_len), (5, 129)):
+        ids = rng.integers(
+            min(1000, vocab_size - 1), vocab_size, size=(rows, longest), dtype=np.int64
+        )
+        mask = np.ones_like(ids)
+        for r in range(1, rows):  # every row but the first is padded
+            mask[r, rng.integers(1, longest + 1) :] = 0
+        ids[mask == 0] = 0
+        batches.append((ids, mask))
+    return batches
+
+
+def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
+    """Build and check the version folder's files for `target` under `workdir`."""
+    model, labels = load_checkpoint(checkpoint)
+    shutil.rmtree(workdir, ignore_errors=True)
+    folder = workdir / "version"
+    folder.mkdir(parents=True)
+    diff: float | None = None
+    notes: list[str] = []
+    runtime = target.runtime
+    if runtime in ("onnx-cpu", "onnxruntime", "tensorrt"):
+        onnx_path = workdir / "model.onnx"
+        export.export(model, onnx_path)  # onnx.checker's full check runs inside
+        session = export.session(onnx_path, target.threads)
+        batches = sample_batches(model.config.vocab_size, target.max_seq_len)
+        diff = export.max_abs_diff(model, session, batches)
+        notes.append(f"ONNX (opset {export.OPSET}) vs PyTorch: max |logit diff| {diff:.2e}")
+        if runtime == "tensorrt":
+            tensorrt.build_engine(onnx_path, folder / "model.plan", target.profile(), target.dtype)
+            notes.append(f"TensorRT {target.dtype} engine, profile {target.profile()}")
+        elif target.dtype == "int8":
+            quantize_int8(onnx_path, folder / "model.onnx")
+            notes.append("INT8 weights by ONNX Runtime dynamic quantization")
+        else:
+            shutil.copyfile(onnx_path, folder / "model.onnx")
+        if runtime == "onnx-cpu":
+            shutil.copyfile(RUNTIME_SOURCES / "onnx_cpu.py", folder / "model.py")
+    else:  # torch-gpu: the checkpoint itself, loaded by the runtime in its precision
+        model.save_pretrained(folder, safe_serialization=True)
+        shutil.copyfile(RUNTIME_SOURCES / "torch_gpu.py", folder / "model.py")
+    config = pbtxt.build(target.classifier_config(len(labels)))
+    pbtxt.write(config, workdir / "config.pbtxt")
+    return Staged(target, folder, config, labels, checkpoint, diff, notes)
+
+
+def quantize_int8(source: Path, dest: Path) -> Path:
+    """Dynamic INT8 quantization of the MatMul weights (activations quantized per batch)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(dest), weight_type=QuantType.QInt8)
+    return dest
+
+
+def next_version(model_dir: Path) -> int:
+    """One more than the highest numbered version folder (1 for a new model)."""
+    versions = [int(p.name) for p in model_dir.glob("*") if p.is_dir() and p.name.isdigit()]
+    return max(versions, default=0) + 1
+
+
+def check_compatible(model_dir: Path, labels: tuple[str, ...]) -> None:
+    """Refuse a version whose labels differ from those the model folder already serves.
+
+    labels.txt and tokenizer/ are shared by every version of a model: a version with other
+    labels would be read with the wrong names while both are served.
+    """
+    served = model_dir / "labels.txt"
+    if served.exists():
+        current = tuple(line for line in served.read_text(encoding="utf-8").splitlines() if line)
+        if current != labels:
+            raise ValueError(
+                f"{model_dir.name} serves labels {list(current)}, the checkpoint has "
+                f"{list(labels)}: publish it under another name"
+            )
+
+
+def publish(staged: Staged, repository: Path, version: int | None = None) -> Path:
+    """Write the model folder's metadata and publish the version atomically; return it."""
+    model_dir = repository / staged.target.name
+    check_compatible(model_dir, staged.labels)
+    version = version or next_version(model_dir)
+
+    def fill(folder: Path) -> None:
+        for path in staged.folder.iterdir():
+            shutil.copyfile(path, folder / path.name)
+
+    package.write_metadata(model_dir, staged.config, staged.labels, staged.checkpoint)
+    return package.publish_version(model_dir, version, fill)

