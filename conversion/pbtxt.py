@@ -46,6 +46,9 @@ class ClassifierConfig:
     label_filename: str = "labels.txt"
     # How long Triton may hold a request to form a bigger batch: throughput for latency.
     max_queue_delay_us: int = 2000
+    # Request priority levels of the dynamic batcher: level 1 (small jobs) is served before
+    # the default level 2 (bulk jobs). 1 turns priorities off (one FIFO queue).
+    priority_levels: int = 2
     instance_count: int = 1
     # "cpu" or "gpu"; None: the runtime's own kind (GPU for torch-gpu and tensorrt).
     instance_kind: str | None = None
@@ -86,6 +89,9 @@ def build(cfg: ClassifierConfig) -> mc.ModelConfig:
         label_filename=cfg.label_filename,
     )
     config.dynamic_batching.max_queue_delay_microseconds = cfg.max_queue_delay_us
+    if cfg.priority_levels > 1:
+        config.dynamic_batching.priority_levels = cfg.priority_levels
+        config.dynamic_batching.default_priority_level = cfg.priority_levels
     on_gpu = (
         cfg.runtime in _GPU_RUNTIMES if cfg.instance_kind is None else cfg.instance_kind == "gpu"
     )

@@ -31,6 +31,9 @@ def test_written_config_parses_back(tmp_path: Path) -> None:
     assert logits.label_filename == "labels.txt"
     assert config.HasField("dynamic_batching")
     assert config.dynamic_batching.max_queue_delay_microseconds == 2000
+    # two request priorities: small jobs (1) before bulk jobs (the default, 2)
+    assert config.dynamic_batching.priority_levels == 2
+    assert config.dynamic_batching.default_priority_level == 2
     assert [(g.count, g.kind) for g in config.instance_group] == [
         (1, mc.ModelInstanceGroup.KIND_CPU)
     ]
