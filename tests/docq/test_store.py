@@ -99,3 +99,15 @@ def test_delete_job_leaves_nothing(store: JobStore) -> None:
     job = store.create_job("doc-type", docs(5))
     store.delete_job(job.id, job.shards)
     assert not store.r.keys(f"*{job.id}*")
+
+
+def test_jobs_can_be_created_from_many_threads_at_once(store: JobStore) -> None:
+    # The API stores uploads from a thread pool; compression contexts must not be shared.
+    from concurrent.futures import ThreadPoolExecutor
+
+    uploads = [[Document(f"{t}-{i}", f"text {t} {i} " * 200) for i in range(40)] for t in range(16)]
+    with ThreadPoolExecutor(8) as pool:
+        jobs = list(pool.map(lambda docs: store.create_job("doc-type", docs), uploads))
+    for job, docs in zip(jobs, uploads, strict=True):
+        stored = [d for n in range(job.shards) for d in store.load_shard(job, n)]
+        assert [(d.id, d.text) for d in stored] == [(d.id, d.text) for d in docs]
