@@ -111,9 +111,13 @@ def triton_server(
 
 @contextmanager
 def celery_worker(
-    env: dict[str, str], log: Path, queues: str = "cpu", name: str = "cpu"
+    env: dict[str, str],
+    log: Path,
+    queues: str = "cpu",
+    name: str = "cpu",
+    concurrency: int = 1,
 ) -> Iterator[subprocess.Popen]:
-    """A real Celery worker process (prefork, one child) consuming `queues`."""
+    """A real Celery worker process (prefork, `concurrency` children) consuming `queues`."""
     cmd = [
         sys.executable,
         "-m",
@@ -124,7 +128,7 @@ def celery_worker(
         "-Q",
         queues,
         "--concurrency",
-        "1",
+        str(concurrency),
         "--pool",
         "prefork",
         "--hostname",
