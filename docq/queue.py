@@ -41,7 +41,7 @@ def make_celery(settings: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=True,  # Flower shows tasks as they run
-        task_send_sent_event=True,
+        task_send_sent_event=False,
     )
     return app
 
