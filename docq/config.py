@@ -75,8 +75,26 @@ class Settings(BaseSettings):
     triton_max_in_flight: int = Field(
         4,
         description="gRPC requests a worker process keeps in flight. More keeps Triton's "
-        "dynamic batcher fed; too many only queues inside Triton (backpressure stops here).",
+        "dynamic batcher fed; too many only queues inside Triton (backpressure stops here, "
+        "and waiting windows fill fuller batches).",
     )
+    batch_max_wait_ms: float = Field(
+        5.0,
+        description="Longest a worker holds a partial batch for windows of other shards. "
+        "Longer fills more batches from small jobs, and adds up to this to their latency; "
+        "full batches never wait.",
+    )
+    batch_max_queued_windows: int = Field(
+        4096,
+        description="Windows a worker process queues for batching before its shards wait "
+        "to add more (memory bound; backpressure when Triton falls behind).",
+    )
+    worker_metrics_port: int = Field(
+        0,
+        description="Port of a worker process's Prometheus metrics (model load times, "
+        "batches, padding, shard times). Each worker process needs its own; 0 serves none.",
+    )
+    worker_metrics_host: str = Field("127.0.0.1", description="Worker metrics bind address.")
     triton_timeout_s: float = Field(
         120.0, description="Per-request gRPC deadline; a timeout is retried, not failed."
     )
@@ -195,6 +213,8 @@ class Settings(BaseSettings):
             raise ValueError("shard_size must be >= 1")
         if self.triton_max_in_flight < 1:
             raise ValueError("triton_max_in_flight must be >= 1")
+        if self.batch_max_wait_ms < 0 or self.batch_max_queued_windows < 1:
+            raise ValueError("batch_max_wait_ms must be >= 0, batch_max_queued_windows >= 1")
         if self.default_model == "":
             self.default_model = None
         if self.model_control not in ("explicit", "none", "poll"):

@@ -32,6 +32,11 @@ class ModelSpec:
     input_names: tuple[str, str] = ("input_ids", "attention_mask")
     output_name: str = "logits"
 
+    @property
+    def budget(self) -> int:
+        """The token budget in force: the configured one, else max_batch_size x max_seq_len."""
+        return self.token_budget or self.max_batch_size * self.max_seq_len
+
     @classmethod
     def from_triton_config(cls, config: dict[str, Any], repository: Path) -> ModelSpec:
         """Build from Triton's model config (gRPC `get_model_config(as_json=True)["config"]`)."""

@@ -67,7 +67,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
 def worker(settings: Settings, service_dir: Path) -> Iterator[object]:
     """A worker on both classification queues (bulk and small-job lane)."""
     env = settings_env(settings)
-    with celery_worker(env, service_dir / "worker.log", queues="cpu,cpu-priority") as proc:
+    log = service_dir / "worker.log"
+    with celery_worker(env, log, queues="cpu,cpu-priority", concurrency=4) as proc:
         yield proc
 
 
@@ -75,7 +76,8 @@ def worker(settings: Settings, service_dir: Path) -> Iterator[object]:
 def priority_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
     """A worker of the small-job lane only, as `make up` runs it."""
     log = service_dir / "priority-worker.log"
-    with celery_worker(settings_env(settings), log, queues="cpu-priority", name="priority") as p:
+    env = settings_env(settings)
+    with celery_worker(env, log, queues="cpu-priority", name="priority", concurrency=4) as p:
         yield p
 
 
@@ -83,7 +85,8 @@ def priority_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
 def webhooks_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
     """A Celery worker on the `webhooks` queue (webhook deliveries)."""
     log = service_dir / "webhooks-worker.log"
-    with celery_worker(settings_env(settings), log, queues="webhooks", name="webhooks") as proc:
+    env = settings_env(settings)
+    with celery_worker(env, log, queues="webhooks", name="webhooks", pool="prefork") as proc:
         yield proc
 
 

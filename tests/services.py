@@ -116,8 +116,10 @@ def celery_worker(
     queues: str = "cpu",
     name: str = "cpu",
     concurrency: int = 1,
+    pool: str = "threads",
 ) -> Iterator[subprocess.Popen]:
-    """A real Celery worker process (prefork, `concurrency` children) consuming `queues`."""
+    """A real Celery worker process consuming `queues`: `concurrency` threads (the shard
+    workers' pool, sharing one batcher) or prefork children (the webhooks worker's)."""
     cmd = [
         sys.executable,
         "-m",
@@ -130,7 +132,7 @@ def celery_worker(
         "--concurrency",
         str(concurrency),
         "--pool",
-        "prefork",
+        pool,
         "--hostname",
         f"{name}-{os.getpid()}@%h",
         "--loglevel",

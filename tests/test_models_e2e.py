@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import tritonclient.grpc as grpcclient
 from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from conversion.corpus import LABELS
 from conversion.corpus import generate as doc_type_documents
@@ -26,7 +28,7 @@ from conversion.package import publish_version
 from docq.config import Settings
 from docq.jobs import JobStatus
 from tests.conftest import MODEL_REPOSITORY, link_model, settings_env
-from tests.services import REPO, celery_worker, redis_server, triton_server, wait_for
+from tests.services import REPO, celery_worker, free_port, redis_server, triton_server, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -76,11 +78,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient
         redis_server(root / "redis") as redis_url,
         triton_server(repo, root / "triton.log", env=settings_env(base)) as triton_url,
     ):
-        settings = base.model_copy(update={"redis_url": redis_url, "triton_grpc_url": triton_url})
+        settings = base.model_copy(
+            update={
+                "redis_url": redis_url,
+                "triton_grpc_url": triton_url,
+                "worker_metrics_port": free_port(),
+            }
+        )
         from api.main import create_app
 
         with (
-            celery_worker(settings_env(settings), root / "worker.log", queues="cpu,cpu-priority"),
+            celery_worker(
+                settings_env(settings), root / "worker.log", "cpu,cpu-priority", concurrency=2
+            ),
             TestClient(create_app(settings)) as api,
         ):
             yield api, settings, repo
@@ -139,6 +149,32 @@ def test_job_for_a_model_not_loaded_loads_it_and_succeeds(stack) -> None:  # typ
     assert sum(r["label"] == g for r, g in zip(results, gold, strict=True)) >= 10
     lang = _models(api)["doc-lang"]
     assert (lang["state"], lang["version"], lang["max_seq_len"]) == ("ready", "1", 256)
+
+
+def _worker_metrics(settings: Settings) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = httpx.get(f"http://127.0.0.1:{settings.worker_metrics_port}/metrics").text
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_worker_metrics_show_the_load_time_and_the_batches(stack) -> None:  # type: ignore[no-untyped-def]
+    api, settings, _ = stack
+    docs, _ = _lang_docs(5, 516)
+    assert _wait_final(api, _submit(api, "doc-lang", docs))["status"] == "succeeded"
+    m = _worker_metrics(settings)
+    lang = frozenset({("model", "doc-lang")})
+    # doc-lang was loaded on demand by the worker (the test before, or this one)
+    assert m[("docq_model_load_seconds_count", lang)] >= 1
+    assert m[("docq_model_load_seconds_sum", lang)] > 0
+    assert m[("docq_model_loads_total", lang | {("outcome", "loaded")})] >= 1
+    assert m[("docq_worker_windows_total", lang)] >= 5
+    real = m[("docq_worker_tokens_total", lang | {("kind", "real")})]
+    computed = m[("docq_worker_tokens_total", lang | {("kind", "computed")})]
+    assert 0 < real <= computed
+    assert m[("docq_worker_shard_seconds_count", lang)] >= 1
 
 
 def test_job_for_a_model_being_loaded_waits_for_it(stack) -> None:  # type: ignore[no-untyped-def]

@@ -1,44 +1,70 @@
-"""The Celery worker app: `celery -A workers.app worker -Q cpu`.
+"""The Celery worker app: `celery -A workers.app worker -Q cpu -P threads`.
 
-Clients (Redis, Triton gRPC) are made lazily in the process that uses them, and dropped
-in every child after fork: a gRPC channel does not survive fork().
+Shard workers run Celery's thread pool: the shards a process runs at once share its one
+Batcher (cross-shard batches), its gRPC channel and its tokenizers. Clients (Redis, Triton
+gRPC) are made lazily in the process that uses them, and dropped in every child after
+fork (prefork pools): a gRPC channel does not survive fork().
 """
 
 from __future__ import annotations
 
-from celery.signals import worker_process_init
+import logging
+import threading
+
+from celery.signals import worker_init, worker_process_init
+from prometheus_client import start_http_server
 
 from docq.catalog import ModelCatalog
 from docq.config import get_settings
 from docq.queue import make_celery
 from docq.store import JobStore
+from workers.batcher import Batcher
 from workers.inference import TritonInference
 from workers.shard import WorkerContext
+
+log = logging.getLogger(__name__)
 
 app = make_celery(get_settings())
 app.conf.imports = ("workers.tasks",)
 
 _ctx: WorkerContext | None = None
+_ctx_lock = threading.Lock()
 
 
 def context() -> WorkerContext:
-    """This process's clients, built on first use."""
+    """This process's clients, built on first use (once, whichever thread comes first)."""
     global _ctx
-    if _ctx is None:
-        s = get_settings()
-        _ctx = WorkerContext(
-            store=JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s),
-            catalog=ModelCatalog(s.triton_grpc_url, s.model_repository),
-            triton=TritonInference(
+    with _ctx_lock:
+        if _ctx is None:
+            s = get_settings()
+            triton = TritonInference(
                 s.triton_grpc_url,
                 max_in_flight=s.triton_max_in_flight,
                 timeout_s=s.triton_timeout_s,
-            ),
-        )
-    return _ctx
+            )
+            _ctx = WorkerContext(
+                store=JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s),
+                catalog=ModelCatalog(s.triton_grpc_url, s.model_repository),
+                batcher=Batcher(
+                    triton.submit,
+                    max_wait_s=s.batch_max_wait_ms / 1000,
+                    max_in_flight=s.triton_max_in_flight,
+                    max_queued_windows=s.batch_max_queued_windows,
+                ),
+            )
+        return _ctx
 
 
 @worker_process_init.connect
 def _after_fork(**_: object) -> None:
-    global _ctx
-    _ctx = None  # never reuse a parent's sockets in a forked child
+    global _ctx, _ctx_lock
+    _ctx, _ctx_lock = None, threading.Lock()  # never reuse a parent's sockets after fork
+
+
+@worker_init.connect
+def _serve_metrics(**_: object) -> None:
+    """The worker's metrics endpoint (workers/metrics.py), started in its main process."""
+    s = get_settings()
+    if s.worker_metrics_port:
+        start_http_server(s.worker_metrics_port, addr=s.worker_metrics_host)
+        log.info("worker metrics on %s:%d", s.worker_metrics_host, s.worker_metrics_port)

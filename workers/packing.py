@@ -47,6 +47,14 @@ class Batch:
         return int(self.input_ids.size)
 
 
+def batch_fit(longest: int, max_batch_size: int, token_budget: int | None = None) -> int:
+    """How many windows fit in a batch whose longest window has `longest` tokens."""
+    fit = max_batch_size
+    if token_budget is not None:
+        fit = min(fit, token_budget // longest)
+    return max(1, fit)
+
+
 def pack(
     windows: Sequence[Window],
     max_batch_size: int,
@@ -60,11 +68,8 @@ def pack(
     batches: list[Batch] = []
     start = 0
     while start < len(order):
-        longest = windows[order[start]].length
         # longest-first order: the first window of a batch sets its padded width
-        fit = max_batch_size
-        if token_budget is not None:
-            fit = max(1, min(fit, token_budget // longest))
+        fit = batch_fit(windows[order[start]].length, max_batch_size, token_budget)
         rows = order[start : start + fit]
         ids, mask = pad([windows[i] for i in rows], pad_id)
         batches.append(Batch(rows=tuple(rows), input_ids=ids, attention_mask=mask))

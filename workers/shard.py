@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,8 @@ from docq.catalog import ModelCatalog
 from docq.errors import NotFound
 from docq.jobs import JobStatus
 from docq.store import JobStore
-from workers.inference import TritonInference
+from workers.batcher import Batcher
+from workers.metrics import SHARD_SECONDS
 from workers.pipeline import classify
 from workers.tokenizing import load_tokenizer
 
@@ -29,7 +31,7 @@ class WorkerContext:
 
     store: JobStore
     catalog: ModelCatalog
-    triton: TritonInference
+    batcher: Batcher  # shared by every shard the process runs
 
 
 def _no_hook(job_id: str) -> None:
@@ -70,6 +72,7 @@ def run_shard(
             raise
         log.info("job %s shard %d: already done and its documents deleted; skipping", job_id, n)
         return job.status
+    started = time.monotonic()
     # Explicit model control: load the model on first use (waits for it; never fails here).
     ctx.catalog.ensure_ready(job.model)
     spec = ctx.catalog.spec(job.model)
@@ -77,7 +80,7 @@ def run_shard(
         [d.text for d in documents],
         spec,
         load_tokenizer(spec.tokenizer_dir),
-        ctx.triton,
+        ctx.batcher,
         priority=SMALL_JOB_PRIORITY if job.priority else 0,
     )
     results: list[tuple[int, dict[str, Any]]] = [
@@ -85,6 +88,7 @@ def run_shard(
         for d, p in zip(documents, preds, strict=True)
     ]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
+    SHARD_SECONDS.labels(job.model).observe(time.monotonic() - started)
     log.info("job %s shard %d: %d documents -> %s", job_id, n, len(results), done.status)
     if done.performed:
         on_final(job_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -36,15 +37,22 @@ def window_spec(tok: PreTrainedTokenizerFast, max_seq_len: int, stride: int) -> 
     )
 
 
+# A fast tokenizer sets its truncation and padding state on every call, and two threads
+# doing so at once fail ("Already borrowed"): shard threads take turns. One call already
+# spreads a batch of texts over every core.
+_TOKENIZE = threading.Lock()
+
+
 def tokenize(tok: PreTrainedTokenizerFast, texts: Sequence[str]) -> list[list[int]]:
     """Content token ids of each text: no special tokens, no truncation (windowing follows)."""
     if not texts:
         return []
-    enc = tok(
-        list(texts),
-        add_special_tokens=False,
-        truncation=False,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-    )
+    with _TOKENIZE:
+        enc = tok(
+            list(texts),
+            add_special_tokens=False,
+            truncation=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
     return [list(ids) for ids in enc["input_ids"]]

@@ -1,14 +1,15 @@
-"""classify() end to end on the CPU side, with the inference edge replaced by a recorder."""
+"""classify() end to end on the CPU side, through a real Batcher whose requests go to a
+recorder instead of Triton."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from docq.config import REPO_ROOT
 from docq.models import ModelSpec
+from workers.batcher import Batcher
+from workers.inference import Done
 from workers.packing import Batch
 from workers.pipeline import classify
 from workers.tokenizing import load_tokenizer, tokenize, window_spec
@@ -43,13 +44,17 @@ class Recorder:
     """Answers like a model would, from the padded rows it is sent, and keeps the requests."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[list[Batch], int]] = []
+        self.batches: list[Batch] = []
+        self.priorities: set[int] = set()
 
-    def infer(
-        self, spec: ModelSpec, batches: Sequence[Batch], *, priority: int = 0
-    ) -> list[npt.NDArray[np.float32]]:
-        self.calls.append((list(batches), priority))
-        return [np.stack([logits_of(row) for row in b.input_ids]) for b in batches]
+    def send(self, spec: ModelSpec, batch: Batch, priority: int, done: Done) -> None:
+        self.batches.append(batch)
+        self.priorities.add(priority)
+        done(np.stack([logits_of(row) for row in batch.input_ids]), None)
+
+
+def batcher(rec: Recorder) -> Batcher:
+    return Batcher(rec.send, max_wait_s=0.0)
 
 
 TEXTS = [
@@ -64,7 +69,7 @@ def test_predictions_follow_each_documents_own_windows() -> None:
     tok = load_tokenizer(TOKENIZER)
     wspec = window_spec(tok, 32, 4)
     rec = Recorder()
-    preds = classify(TEXTS, spec(), tok, rec, priority=1)
+    preds = classify(TEXTS, spec(), tok, batcher(rec), priority=1)
     assert len(preds) == len(TEXTS)
     for text, pred in zip(TEXTS, preds, strict=True):
         windows = split(0, tokenize(tok, [text])[0], wspec)
@@ -72,16 +77,15 @@ def test_predictions_follow_each_documents_own_windows() -> None:
         assert pred.windows == len(windows)
         assert pred.label == LABELS[int(np.argmax(expected))]
         assert abs(sum(pred.scores.values()) - 1.0) < 1e-9
-    ((batches, priority),) = rec.calls
-    assert priority == 1
-    assert sum(len(b.rows) for b in batches) == sum(p.windows for p in preds)
+    assert rec.priorities == {1}
+    assert sum(len(b.rows) for b in rec.batches) == sum(p.windows for p in preds)
 
 
 def test_batches_respect_max_batch_size_and_token_budget() -> None:
     tok = load_tokenizer(TOKENIZER)
     rec = Recorder()
-    classify(TEXTS, spec(max_batch_size=4, token_budget=64), tok, rec)
-    ((batches, _),) = rec.calls
+    classify(TEXTS, spec(max_batch_size=4, token_budget=64), tok, batcher(rec))
+    batches = rec.batches
     assert all(len(b.rows) <= 4 for b in batches)
     assert all(b.computed_tokens <= 64 for b in batches)
     assert max(b.input_ids.shape[1] for b in batches) == 32

@@ -1,0 +1,265 @@
+"""Cross-shard batching inside a worker process: one batcher, many shards, full batches.
+
+A worker runs several shards at once (Celery's thread pool). Each shard hands its windows
+to the process's one `Batcher` and waits for their logits; the batcher's dispatcher thread
+packs the windows of every waiting shard together, so that small shards and 3-document
+jobs still fill batches, and keeps a bounded number of requests in flight to Triton:
+
+    shard threads ── windows ──> queue per (model, priority) ──> dispatcher ──> Triton
+         ^                        sorted by length, cut by        (at most max_in_flight
+         └──── logits rows <───── max_batch_size and budget        requests outstanding)
+
+A batch leaves as soon as it is full (max_batch_size windows, or as many of the longest
+queued windows as the token budget allows). A partial batch leaves once its oldest window
+has waited `max_wait_s`, so a lone small job is never held longer than that. While every
+in-flight slot is taken the dispatcher waits for one, and windows queue up into fuller
+batches: the server's speed sets the pace (backpressure), and callers stop adding windows
+while `max_queued_windows` are waiting. Batches of a higher Triton priority leave first;
+within a priority, the batch holding the oldest window leaves first once it is overdue, so
+short windows are not starved by a stream of long ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from docq.errors import DocqError, InferenceUnavailable
+from docq.models import ModelSpec
+from workers import metrics
+from workers.inference import Done, Logits
+from workers.packing import Batch, batch_fit, pack
+from workers.windowing import Window
+
+log = logging.getLogger(__name__)
+
+# send(spec, batch, priority, done): start one request; `done` is called exactly once.
+Send = Callable[[ModelSpec, Batch, int, Done], None]
+
+
+class _Request:
+    """One caller's windows and the logits rows filled in as their batches come back."""
+
+    def __init__(self, n_windows: int, n_labels: int) -> None:
+        self.logits: Logits = np.empty((n_windows, n_labels), dtype=np.float32)
+        self.remaining = n_windows
+        self.error: DocqError | None = None
+        self.finished = threading.Event()
+        self._lock = threading.Lock()
+
+    def fill(self, row: int, logits: Logits) -> None:
+        with self._lock:
+            self.logits[row] = logits
+            self.remaining -= 1
+            if self.remaining == 0:
+                self.finished.set()
+
+    def fail(self, error: DocqError) -> None:
+        with self._lock:
+            if self.error is None:
+                self.error = error
+            self.finished.set()
+
+
+@dataclass(slots=True)
+class _Item:
+    window: Window
+    request: _Request
+    row: int  # the window's row in its request
+    since: float  # when it was queued (monotonic seconds)
+
+
+@dataclass
+class _Queue:
+    """Windows waiting for one model at one priority."""
+
+    spec: ModelSpec
+    pad_id: int
+    priority: int
+    items: list[_Item] = field(default_factory=list)
+
+
+class Batcher:
+    """Packs the windows of every shard a process runs into shared batches; thread-safe."""
+
+    def __init__(
+        self,
+        send: Send,
+        *,
+        max_wait_s: float = 0.005,
+        max_in_flight: int = 4,
+        max_queued_windows: int = 4096,
+    ) -> None:
+        if max_in_flight < 1 or max_queued_windows < 1 or max_wait_s < 0:
+            raise ValueError("max_in_flight and max_queued_windows must be >= 1, max_wait_s >= 0")
+        self._send = send
+        self.max_wait_s = max_wait_s
+        self.max_queued_windows = max_queued_windows
+        self._slots = threading.Semaphore(max_in_flight)
+        self._cv = threading.Condition()
+        self._queues: dict[tuple[str, int, int], _Queue] = {}
+        self._queued = 0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def infer(
+        self, spec: ModelSpec, windows: Sequence[Window], *, pad_id: int = 0, priority: int = 0
+    ) -> Logits:
+        """The logits of each window, in order ([len(windows), labels]); blocks until all
+        came back. Raises the DocqError of a batch that failed (retryable or not)."""
+        request = _Request(len(windows), len(spec.labels))
+        if not windows:
+            return request.logits
+        key = (spec.name, priority, pad_id)
+        with self._cv:
+            if self._closed:
+                raise InferenceUnavailable("the batcher is closed")
+            self._start()
+            # Backpressure: wait while the queue is full (a request larger than the whole
+            # queue still goes in when the queue is empty, or it would wait forever).
+            self._cv.wait_for(
+                lambda: (
+                    self._queued == 0
+                    or self._queued + len(windows) <= self.max_queued_windows
+                    or self._closed
+                )
+            )
+            queue = self._queues.get(key)
+            if queue is None or queue.spec != spec:  # a reloaded model may change its spec
+                queue = self._queues.setdefault(key, _Queue(spec, pad_id, priority))
+                queue.spec = spec
+            now = time.monotonic()
+            queue.items.extend(_Item(w, request, i, now) for i, w in enumerate(windows))
+            self._queued += len(windows)
+            self._cv.notify_all()
+        while not request.finished.wait(timeout=1.0):
+            if self._thread is None or not self._thread.is_alive():
+                request.fail(InferenceUnavailable("the batcher's dispatcher stopped"))
+        if request.error is not None:
+            raise request.error
+        return request.logits
+
+    def queued(self) -> int:
+        """Windows waiting for a batch (not yet sent)."""
+        with self._cv:
+            return self._queued
+
+    def close(self) -> None:
+        """Stop after sending what is queued; callers still waiting get their logits."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+
+    # --- the dispatcher thread ------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="docq-batcher", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while self._dispatch_one():
+                pass
+        except Exception:  # never leave callers waiting on a dead thread
+            log.exception("the batcher's dispatcher failed")
+            self._fail_queued(InferenceUnavailable("the batcher's dispatcher failed"))
+
+    def _dispatch_one(self) -> bool:
+        """Wait for an in-flight slot and a batch worth sending, and send it; False when
+        closed and drained."""
+        self._slots.acquire()
+        with self._cv:
+            while True:
+                picked, wait_s = self._pick(time.monotonic())
+                if picked is not None:
+                    break
+                if self._closed and self._queued == 0:
+                    self._slots.release()
+                    return False
+                self._cv.wait(timeout=wait_s)
+            queue, items = picked
+            self._queued -= len(items)
+            self._cv.notify_all()  # room in the queue for waiting callers
+        (batch,) = pack([it.window for it in items], len(items), pad_id=queue.pad_id)
+        # pack() sorts its windows by length: batch.rows says which item each row is.
+        rows = [items[i] for i in batch.rows]
+        model = queue.spec.name
+        metrics.BATCHES.labels(model).inc()
+        metrics.WINDOWS.labels(model).inc(len(rows))
+        metrics.TOKENS.labels(model, "real").inc(batch.real_tokens)
+        metrics.TOKENS.labels(model, "computed").inc(batch.computed_tokens)
+        try:
+            self._send(
+                queue.spec, batch, queue.priority, lambda lg, err: self._answer(rows, lg, err)
+            )
+        except Exception as exc:  # send() reports errors through done; this is a bug guard
+            self._answer(rows, None, InferenceUnavailable(f"could not send a batch: {exc!r}"))
+        return True
+
+    def _answer(self, rows: list[_Item], logits: Logits | None, error: DocqError | None) -> None:
+        try:
+            for r, item in enumerate(rows):
+                if error is not None or logits is None:
+                    item.request.fail(error or InferenceUnavailable("no logits"))
+                else:
+                    item.request.fill(item.row, logits[r])
+        finally:
+            self._slots.release()
+
+    def _pick(self, now: float) -> tuple[tuple[_Queue, list[_Item]] | None, float | None]:
+        """The next batch to send, or how long to wait for one (None: until woken)."""
+        wait: float | None = None
+        # Triton's priority 1 is its highest level; 0 is the model's default (lowest here).
+        for key in sorted(self._queues, key=lambda k: (k[1] == 0, k[1])):
+            queue = self._queues[key]
+            if not queue.items:
+                continue
+            batches = _cut(queue)
+            oldest = min(queue.items, key=lambda it: it.since)
+            due = oldest.since + self.max_wait_s
+            if now >= due or self._closed:
+                chosen = next(b for b, _ in batches if any(it is oldest for it in b))
+            else:
+                full = [b for b, is_full in batches if is_full]
+                if not full:
+                    wait = due - now if wait is None else min(wait, due - now)
+                    continue
+                chosen = min(full, key=lambda b: min(it.since for it in b))
+            taken = {id(it) for it in chosen}
+            queue.items = [it for it in queue.items if id(it) not in taken]
+            if not queue.items:
+                del self._queues[key]
+            return (queue, chosen), None
+        return None, wait
+
+    def _fail_queued(self, error: DocqError) -> None:
+        with self._cv:
+            for queue in self._queues.values():
+                for item in queue.items:
+                    item.request.fail(error)
+            self._queues.clear()
+            self._queued = 0
+            self._cv.notify_all()
+
+
+def _cut(queue: _Queue) -> list[tuple[list[_Item], bool]]:
+    """The queue's windows, longest first, cut as the packer cuts them; each batch with
+    whether it is full (as many windows as its longest window allows)."""
+    spec = queue.spec
+    items = sorted(queue.items, key=lambda it: it.window.length, reverse=True)
+    out: list[tuple[list[_Item], bool]] = []
+    start = 0
+    while start < len(items):
+        fit = batch_fit(items[start].window.length, spec.max_batch_size, spec.budget)
+        batch = items[start : start + fit]
+        out.append((batch, len(batch) == fit))
+        start += fit
+    return out
