@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
@@ -44,9 +45,10 @@ from workers.windowing import split_all
 
 RESULTS = REPO_ROOT / "bench" / "results"
 TRITON_NICE = 10
-# Two bulk worker processes, as the Procfile runs: one tokenizes and stores while the
-# other's requests are in Triton, so the server does not idle between shards.
-BULK_CONCURRENCY = 2
+# Four shard threads per worker process, as the Procfile runs them: they share one batcher,
+# so one shard tokenizes and stores while the others' windows are in Triton, and the
+# tail windows of every shard fill batches together.
+SHARD_THREADS = 4
 console = Console()
 
 
@@ -192,14 +194,22 @@ class Stack:
         for name, value in self.settings.model_dump().items():
             if value is not None:
                 env[f"DOCQ_{name.upper()}"] = str(value)
-        # As the Procfile runs them: one worker for bulk jobs, one for the small-job lane.
+        # As the Procfile runs them: one worker for bulk jobs, one for the small-job lane,
+        # each with its metrics endpoint.
+        self.metrics_ports = [free_port(), free_port()]
         self.workers = [
             self._stack.enter_context(
-                celery_worker(env, self.workdir / "worker.log", "cpu", "bulk", BULK_CONCURRENCY)
-            ),
-            self._stack.enter_context(
-                celery_worker(env, self.workdir / "priority.log", "cpu-priority", "priority")
-            ),
+                celery_worker(
+                    {**env, "DOCQ_WORKER_METRICS_PORT": str(port)},
+                    self.workdir / f"{name}.log",
+                    queue,
+                    name,
+                    SHARD_THREADS,
+                )
+            )
+            for port, queue, name in zip(
+                self.metrics_ports, ("cpu", "cpu-priority"), ("bulk", "priority"), strict=True
+            )
         ]
         port = free_port()
         env["DOCQ_API_PORT"] = str(port)
@@ -253,17 +263,44 @@ def _submit(http: httpx.Client, docs: Sequence[LabelledDocument]) -> tuple[str, 
     return resp.json()["id"], (time.perf_counter() - t) * 1000
 
 
-def run_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
-    """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`."""
+def worker_batches(port: int) -> dict[str, float]:
+    """What a worker's batcher sent so far, read from its metrics endpoint."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    total: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("docq_worker_") and sample.name.endswith("_total"):
+                key = sample.name + sample.labels.get("kind", "")
+                total[key] = total.get(key, 0.0) + sample.value
+    return total
+
+
+def run_docq(
+    stack: Stack, docs: Sequence[LabelledDocument], profile_s: float = 0
+) -> dict[str, Any]:
+    """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`;
+    with `profile_s`, py-spy samples the bulk worker and Triton meanwhile."""
     http = httpx.Client(base_url=stack.url, timeout=120)
+    before = worker_batches(stack.metrics_ports[0])
     meter = _meter(stack)
     meter.start()
     t0 = time.perf_counter()
     job_id, accept_ms = _submit(http, docs)
+    profilers = start_profiles(stack, profile_s) if profile_s else []
     job = _wait_job(http, job_id, 0.25)
     elapsed = time.perf_counter() - t0
+    for proc in profilers:
+        proc.wait()
+    after = worker_batches(stack.metrics_ports[0])
+    sent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
     results = sum(1 for r in _results(http, job_id) if "label" in r)
     return {
+        "worker_padding_efficiency": round(
+            sent["docq_worker_tokens_totalreal"] / sent["docq_worker_tokens_totalcomputed"], 4
+        ),
+        "worker_windows_per_batch": round(
+            sent["docq_worker_windows_total"] / sent["docq_worker_batches_total"], 2
+        ),
         "status": job["status"],
         "documents": job["documents"],
         "classified": results,
@@ -273,6 +310,20 @@ def run_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
         "bulk_accept_ms": round(accept_ms, 1),
         "cpu_s": meter.stop(),
     }
+
+
+def start_profiles(stack: Stack, seconds: float) -> list[subprocess.Popen[bytes]]:
+    """py-spy on the bulk worker and on Triton's model stub (where the model runs), as
+    collapsed stacks in bench/results/profile-*.txt."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stub = find("triton_python_backend_stub")
+    out = []
+    for name, pid in (("worker", stack.workers[0].pid), ("triton-stub", stub)):
+        cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid)]
+        cmd += ["--duration", str(int(seconds)), "--format", "raw", "--nonblocking"]
+        cmd += ["--output", str(RESULTS / f"profile-{name}.txt")]
+        out.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return out
 
 
 def _results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
@@ -403,6 +454,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--probe-documents", type=int, default=400)
     ap.add_argument("--accept-every", type=float, default=4.0)
     ap.add_argument("--small-every", type=float, default=2.0)
+    ap.add_argument(
+        "--profile", type=float, default=0, help="py-spy the bulk worker and Triton for N s"
+    )
     args = ap.parse_args(argv)
 
     docs = generate(args.documents, args.seed)
@@ -422,7 +476,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(f"    {baseline}")
     with Stack(args.repository, workdir, args.shard_size) as stack:
         console.print("2/3 docq: bulk upload of the corpus until it succeeds")
-        docq = run_docq(stack, docs)
+        docq = run_docq(stack, docs, args.profile)
         console.print(f"    {docq}")
         console.print(f"    latency probes during a {args.probe_documents}-document bulk job")
         probes = run_probes(stack, docs[: args.probe_documents], small, args)
@@ -442,8 +496,10 @@ def main(argv: list[str] | None = None) -> None:
         "docq_failures": docq["failures"],
         "triton_alone_docs_per_s": alone["docs_per_s"],
         "pipeline_efficiency": round(docq["docs_per_s"] / alone["docs_per_s"], 3),
-        "padding_efficiency": padding["padding_efficiency"],
+        "padding_efficiency": docq["worker_padding_efficiency"],
+        "packer_padding_efficiency": padding["padding_efficiency"],
         "pad_to_512_efficiency": padding["pad_to_512_efficiency"],
+        "worker_windows_per_batch": docq["worker_windows_per_batch"],
         "accept_p99_ms": probes["accept_ms"]["p99"],
         "small_job_p95_s": probes["small_job_s"]["p95"],
         "cpu_s": {
@@ -489,7 +545,9 @@ def print_table(s: dict[str, Any]) -> None:
         "triton_alone_docs_per_s",
         "pipeline_efficiency",
         "padding_efficiency",
+        "packer_padding_efficiency",
         "pad_to_512_efficiency",
+        "worker_windows_per_batch",
         "accept_p99_ms",
         "small_job_p95_s",
     ):
