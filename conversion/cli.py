@@ -179,6 +179,10 @@ def convert(
     opt_batch: Annotated[int, typer.Option(help="TensorRT: batch the engine is tuned for.")] = 2,
     instances: Annotated[int, typer.Option(help="Model instances Triton runs.")] = 1,
     threads: Annotated[int, typer.Option(help="CPU threads per instance / for the gate.")] = 2,
+    graph_seq_step: Annotated[
+        int,
+        typer.Option(help="torch-gpu: CUDA graphs per length bucket of N tokens; 0: eager."),
+    ] = 64,
     publish: Annotated[
         bool, typer.Option(help="Publish as the next version if the parity gate passes.")
     ] = False,
@@ -219,6 +223,7 @@ def convert(
         opt_batch=opt_batch,
         instance_count=instances,
         threads=threads,
+        graph_seq_step=graph_seq_step,
     )
     staged = conv.stage(checkpoint, target, workdir / name)
     for note in staged.notes:

@@ -58,6 +58,9 @@ class Target:
     instance_count: int = 1
     threads: int = 2  # onnx-cpu / torch-gpu on CPU: intra-op threads per instance
     max_queue_delay_us: int = 2000
+    # torch-gpu on a GPU: CUDA graphs per batch bucket and length bucket of this many tokens
+    # (finer buckets pad less and capture more graphs at load). 0: eager PyTorch.
+    graph_seq_step: int = 64
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
@@ -85,6 +88,8 @@ class Target:
         if self.runtime == "torch-gpu":
             extra["dtype"] = _TORCH_DTYPE_NAMES[self.dtype]
             extra["intra_op_threads"] = str(self.threads)
+            extra["cuda_graphs"] = "true" if self.graph_seq_step else "false"
+            extra["graph_seq_step"] = str(self.graph_seq_step or self.max_seq_len)
         if self.runtime == "tensorrt":
             extra["profile"] = str(self.profile())
         return pbtxt.ClassifierConfig(

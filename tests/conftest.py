@@ -112,26 +112,11 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Real enough to export, quantize, serve and validate; small enough to do so in seconds.
     """
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification
-
     from conversion.corpus import LABELS
     from conversion.tokens import TOKENIZER_FILES
+    from tests.tiny import tiny_bert
 
-    path = tmp_path_factory.mktemp("tiny") / "checkpoint"
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        num_labels=len(LABELS),
-        id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)},
-    )
-    BertForSequenceClassification(config).eval().save_pretrained(path)
+    path = tiny_bert(tmp_path_factory.mktemp("tiny") / "checkpoint", LABELS)
     for name in TOKENIZER_FILES:
         shutil.copyfile(MODEL_REPOSITORY / "doc-type" / "tokenizer" / name, path / name)
     return path

@@ -60,6 +60,8 @@ def test_torch_gpu_build_ships_the_checkpoint_and_its_runtime(
     assert built.config.backend == "python"
     assert built.config.instance_group[0].kind == mc.ModelInstanceGroup.KIND_GPU
     assert built.config.parameters["dtype"].string_value == "float16"
+    assert built.config.parameters["cuda_graphs"].string_value == "true"
+    assert built.config.parameters["graph_seq_step"].string_value == "64"
     assert built.onnx_max_abs_diff is None
 
 

@@ -1,0 +1,31 @@
+"""A small random BERT classifier checkpoint, for tests that need a real model fast.
+
+Plain torch and transformers only: the GPU tests import it on a machine that has neither
+docq's dependencies nor its conftest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def tiny_bert(path: Path, labels: Sequence[str], *, hidden: int = 32, layers: int = 2) -> Path:
+    """Save a `layers`-layer, `hidden`-wide BERT sequence classifier (seeded random weights)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=512,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
+    BertForSequenceClassification(config).eval().save_pretrained(path)
+    return path
