@@ -326,6 +326,38 @@ def start_profiles(stack: Stack, seconds: float) -> list[subprocess.Popen[bytes]
     return out
 
 
+def _frame(frame: str) -> str:
+    """`func (/long/path/file.py:12)` -> `func (file.py:12)`."""
+    func, _, where = frame.partition(" (")
+    return f"{func} ({where.rsplit('/', 1)[-1]}" if where else func
+
+
+def profile_summary(path: Path, top: int = 8) -> dict[str, Any]:
+    """Where a py-spy profile's samples are, by innermost frame and by every frame on the
+    stack, as shares of the samples (collapsed stacks: `frame;frame;... count`)."""
+    inner: dict[str, int] = {}
+    anywhere: dict[str, int] = {}
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = [
+            f.split(" (")[0] + " (" + f.split(" (")[-1].split("/")[-1] for f in stack.split(";")
+        ]
+        inner[frames[-1]] = inner.get(frames[-1], 0) + n
+        for f in set(frames):
+            anywhere[f] = anywhere.get(f, 0) + n
+
+    def share(d: dict[str, int]) -> dict[str, float]:
+        best = sorted(d.items(), key=lambda kv: -kv[1])[:top]
+        return {k: round(v / total, 3) for k, v in best}
+
+    return {"samples": total, "self": share(inner), "total": share(anywhere)}
+
+
 def _results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     cursor: str | None = "0"
@@ -513,6 +545,11 @@ def main(argv: list[str] | None = None) -> None:
             "probes": probes,
             "triton_alone": alone,
             "padding": padding,
+        },
+        "profiles": {
+            p.stem: profile_summary(p)
+            for p in sorted(RESULTS.glob("profile-*.txt"))
+            if args.profile and p.stat().st_size
         },
         "bench_seconds": round(time.perf_counter() - started, 1),
         "machine": {"cpus": os.cpu_count()},
