@@ -129,10 +129,8 @@ class Batcher:
                     or self._closed
                 )
             )
-            queue = self._queues.get(key)
-            if queue is None or queue.spec != spec:  # a reloaded model may change its spec
-                queue = self._queues.setdefault(key, _Queue(spec, pad_id, priority))
-                queue.spec = spec
+            queue = self._queues.setdefault(key, _Queue(spec, pad_id, priority))
+            queue.spec = spec  # the model's latest config: a reload may change its limits
             now = time.monotonic()
             queue.items.extend(_Item(w, request, i, now) for i, w in enumerate(windows))
             self._queued += len(windows)
@@ -220,6 +218,10 @@ class Batcher:
         # Triton's priority 1 is its highest level; 0 is the model's default (lowest here).
         for key in sorted(self._queues, key=lambda k: (k[1] == 0, k[1])):
             queue = self._queues[key]
+            # A request that already failed is retried as a whole: its windows need no model.
+            live = [it for it in queue.items if it.request.error is None]
+            self._queued -= len(queue.items) - len(live)
+            queue.items = live
             if not queue.items:
                 continue
             batches = _cut(queue)

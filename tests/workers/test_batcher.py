@@ -225,6 +225,24 @@ def test_a_failed_batch_fails_its_callers_and_spares_the_others() -> None:
     again.check()
 
 
+def test_windows_of_a_failed_request_are_not_sent() -> None:
+    server = FakeServer(hold=True)
+    b = Batcher(server.send, max_wait_s=0.0, max_in_flight=1)
+    doomed = Caller(b, [window(POISON, 20)] + [window(30 + i, 10) for i in range(15)])
+    doomed.start()
+    server.wait_sent(1)  # the longest 8 windows, the poisoned one among them
+    wait_queued(b, 8)
+    server.hold = False
+    server.release()
+    doomed.join(timeout=30)
+    assert isinstance(doomed.error, InferenceUnavailable)
+    later = Caller(b, [window(5, 9)])
+    later.start()
+    later.check()
+    assert len(server.sent) == 2  # the failed request's other 8 windows never went out
+    assert b.queued() == 0
+
+
 def test_callers_wait_while_the_queue_is_full() -> None:
     server = FakeServer(hold=True)
     b = Batcher(server.send, max_wait_s=0.0, max_in_flight=1, max_queued_windows=4)
