@@ -44,6 +44,9 @@ from workers.tokenizing import load_tokenizer, tokenize, window_spec
 from workers.windowing import split_all
 
 RESULTS = REPO_ROOT / "bench" / "results"
+# As the Procfile runs them: request handling first, then the workers' CPU work (they
+# tokenize in bursts on every core), then batch inference.
+WORKER_NICE = 5
 TRITON_NICE = 10
 # Four shard threads per worker process, as the Procfile runs them: they share one batcher,
 # so one shard tokenizes and stores while the others' windows are in Triton, and the
@@ -230,6 +233,8 @@ class Stack:
         # local stack does; on a real deployment the API and Triton have hosts of their own.
         for pid in tree(self.triton_pid):
             os.setpriority(os.PRIO_PROCESS, pid, TRITON_NICE)
+        for worker in self.workers:
+            os.setpriority(os.PRIO_PROCESS, worker.pid, WORKER_NICE)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -430,6 +435,7 @@ def run_probes(
             "n": len(accept_ms),
             "p50": round(percentile(accept_ms, 50), 1),
             "p99": round(percentile(accept_ms, 99), 1),
+            "samples": [round(ms, 1) for ms in accept_ms],
         },
         "small_job_s": {
             "n": len(small_s),

@@ -77,6 +77,8 @@ def procfile() -> dict[str, list[str]]:
     for name, argv in procfile_lines().items():
         if "exec" in argv:
             argv = argv[argv.index("exec") + 1 :]
+        if argv[0] == "nice":  # a scheduling priority for the shared local box, not a program
+            argv = argv[3:] if argv[1] == "-n" else argv[1:]
         processes[name] = [Path(argv[0]).name, *argv[1:]]
     return processes
 
@@ -94,9 +96,11 @@ def procfile_env(process: str) -> dict[str, str]:
 
 def procfile_workers() -> dict[str, list[str]]:
     """The Procfile's Celery worker processes."""
-    return {
+    workers = {
         name: argv for name, argv in procfile().items() if argv[0] == "celery" and "worker" in argv
     }
+    assert {"worker", "priority", "webhooks"} <= set(workers), "a worker lane went unrecognised"
+    return workers
 
 
 def celery_options(argv: list[str]) -> dict[str, Any]:
