@@ -37,11 +37,11 @@ from bench.procs import CpuMeter, find, tree
 from conversion.corpus import LabelledDocument, generate
 from docq.catalog import ModelCatalog
 from docq.config import REPO_ROOT, Settings
+from docq.text.packing import pack, padding_efficiency
+from docq.text.tokenizing import load_tokenizer, tokenize, window_spec
+from docq.text.windowing import split_all
 from tests.services import celery_worker, free_port, redis_server, stop, triton_server, wait_for
 from workers.inference import TritonInference
-from workers.packing import pack, padding_efficiency
-from workers.tokenizing import load_tokenizer, tokenize, window_spec
-from workers.windowing import split_all
 
 RESULTS = REPO_ROOT / "bench" / "results"
 # As the Procfile runs them: request handling first, then the workers' CPU work (they

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from transformers import AutoModelForSequenceClassification, PreTrainedModel
 
-from conversion.tokens import TOKENIZER_FILES
+from docq.text.tokens import TOKENIZER_FILES
 
 
 def load_checkpoint(path: Path) -> tuple[PreTrainedModel, tuple[str, ...]]:

@@ -80,7 +80,7 @@ def _run_parity(
 
     from conversion import parity
     from conversion.checkpoint import load_checkpoint
-    from workers.tokenizing import load_tokenizer
+    from docq.text.tokenizing import load_tokenizer
 
     torch.set_num_threads(threads)
     model, labels = load_checkpoint(checkpoint)

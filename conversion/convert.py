@@ -30,7 +30,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import export, package, pbtxt, tensorrt
 from conversion.checkpoint import load_checkpoint
-from workers.aggregation import Aggregation
+from docq.text.aggregation import Aggregation
 
 RUNTIME_SOURCES = Path(__file__).resolve().parent / "runtimes"
 # Precisions each runtime can be converted to; the first is the default.

@@ -35,11 +35,11 @@ import transformers
 from conversion import export, head, package, pbtxt
 from conversion.corpus import LABELS, LabelledDocument, generate
 from conversion.evaluate import Accuracy, classify
-from conversion.tokens import TOKENIZER_FILES, windows_of
-from workers.aggregation import Aggregation
-from workers.packing import pad
-from workers.tokenizing import load_tokenizer, window_spec
-from workers.windowing import Window
+from docq.text.aggregation import Aggregation
+from docq.text.packing import pad
+from docq.text.tokenizing import load_tokenizer, window_spec
+from docq.text.tokens import TOKENIZER_FILES, windows_of
+from docq.text.windowing import Window
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "doc-type"

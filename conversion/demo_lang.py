@@ -33,10 +33,10 @@ from conversion import convert, export, head
 from conversion.corpus import LabelledDocument
 from conversion.corpus_lang import LANGUAGES, generate
 from conversion.evaluate import Accuracy, classify
-from conversion.tokens import TOKENIZER_FILES, windows_of
-from workers.aggregation import Aggregation
-from workers.tokenizing import load_tokenizer, window_spec
-from workers.windowing import Window
+from docq.text.aggregation import Aggregation
+from docq.text.tokenizing import load_tokenizer, window_spec
+from docq.text.tokens import TOKENIZER_FILES, windows_of
+from docq.text.windowing import Window
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "doc-lang"

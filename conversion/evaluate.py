@@ -1,7 +1,7 @@
 """Document-level accuracy of an exported model, read the way docq serves it.
 
-Each document is tokenized whole, cut into windows by `workers.windowing`, the windows run
-in padded batches, and `workers.aggregation` combines each document's window logits: the
+Each document is tokenized whole, cut into windows by `docq.text.windowing`, the windows run
+in padded batches, and `docq.text.aggregation` combines each document's window logits: the
 same path as production, so the number measured here is the number users get.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from workers.aggregation import Aggregation, Prediction, aggregate
-from workers.packing import IdsAndMask, pack
-from workers.windowing import Window
+from docq.text.aggregation import Aggregation, Prediction, aggregate
+from docq.text.packing import IdsAndMask, pack
+from docq.text.windowing import Window
 
 Runner = Callable[[IdsAndMask], npt.NDArray[np.float32]]
 

@@ -17,7 +17,7 @@ import onnxruntime as ort
 import torch
 from transformers import PreTrainedModel
 
-from workers.packing import IdsAndMask
+from docq.text.packing import IdsAndMask
 
 OPSET = 18
 INPUTS = ("input_ids", "attention_mask")

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from transformers import BertForSequenceClassification
 
-from workers.packing import pack
-from workers.windowing import Window
+from docq.text.packing import pack
+from docq.text.windowing import Window
 
 
 def seed_everything(seed: int, threads: int) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import pbtxt
-from conversion.tokens import TOKENIZER_FILES
+from docq.text.tokens import TOKENIZER_FILES
 
 
 def write_metadata(

@@ -1,9 +1,9 @@
 """The accuracy-parity gate: a candidate runtime against the PyTorch FP32 reference.
 
 Both models classify the same labelled documents the way docq serves them: every document
-tokenized whole (`workers.tokenizing`), cut into windows (`workers.windowing`), windows
-packed into batches (`workers.packing`), window logits combined per document
-(`workers.aggregation`). The report gives label agreement between the two, the accuracy
+tokenized whole (`docq.text.tokenizing`), cut into windows (`docq.text.windowing`), windows
+packed into batches (`docq.text.packing`), window logits combined per document
+(`docq.text.aggregation`). The report gives label agreement between the two, the accuracy
 of each against the gold labels and their difference in points, and the largest and mean
 absolute difference of window logits. A candidate passes when the accuracy difference is
 within +-0.05 pt and agreement is at least 99.5% (the thresholds the old invoice model was
@@ -32,9 +32,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from conversion.corpus import LabelledDocument
 from conversion.evaluate import Runner, window_logits
-from conversion.tokens import windows_of
-from workers.aggregation import Aggregation, aggregate
-from workers.tokenizing import window_spec
+from docq.text.aggregation import Aggregation, aggregate
+from docq.text.tokenizing import window_spec
+from docq.text.tokens import windows_of
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from conversion.tokens import TOKENIZER_FILES
+from docq.text.tokens import TOKENIZER_FILES
 
 EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
 _ROWS, _IDS = "__pruned_rows__", "__pruned_ids__"
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         print(restore(args.restore, args.config, args.out))
         return
     from conversion.parity import synthetic
-    from workers.tokenizing import load_tokenizer, tokenize
+    from docq.text.tokenizing import load_tokenizer, tokenize
 
     tokenizer = load_tokenizer(args.checkpoint)
     docs = synthetic(args.corpus, args.n, args.seed)

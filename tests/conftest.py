@@ -113,7 +113,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Real enough to export, quantize, serve and validate; small enough to do so in seconds.
     """
     from conversion.corpus import LABELS
-    from conversion.tokens import TOKENIZER_FILES
+    from docq.text.tokens import TOKENIZER_FILES
     from tests.tiny import tiny_bert
 
     path = tiny_bert(tmp_path_factory.mktemp("tiny") / "checkpoint", LABELS)

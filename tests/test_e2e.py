@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from conversion.corpus import LABELS, generate
 from docq.config import REPO_ROOT, Settings
 from docq.jobs import JobStatus
-from workers.tokenizing import load_tokenizer, tokenize
-from workers.windowing import WindowSpec, window_count
+from docq.text.tokenizing import load_tokenizer, tokenize
+from docq.text.windowing import WindowSpec, window_count
 
 pytestmark = pytest.mark.integration
 

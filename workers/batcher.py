@@ -31,10 +31,10 @@ import numpy as np
 
 from docq.errors import DocqError, InferenceUnavailable
 from docq.models import ModelSpec
+from docq.text.packing import Batch, batch_fit, pack
+from docq.text.windowing import Window
 from workers import metrics
 from workers.inference import Done, Logits
-from workers.packing import Batch, batch_fit, pack
-from workers.windowing import Window
 
 log = logging.getLogger(__name__)
 

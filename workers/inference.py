@@ -12,7 +12,7 @@ from tritonclient.utils import InferenceServerException
 
 from docq.errors import DocqError, InferenceUnavailable, ModelError
 from docq.models import ModelSpec
-from workers.packing import Batch
+from docq.text.packing import Batch
 
 Logits = npt.NDArray[np.float32]
 # Called once per request with the batch's logits, or with the error that replaced them.

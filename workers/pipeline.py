@@ -15,9 +15,9 @@ import numpy.typing as npt
 from transformers import PreTrainedTokenizerFast
 
 from docq.models import ModelSpec
-from workers.aggregation import Aggregation, Prediction, aggregate
-from workers.tokenizing import tokenize, window_spec
-from workers.windowing import Window, split_all
+from docq.text.aggregation import Aggregation, Prediction, aggregate
+from docq.text.tokenizing import tokenize, window_spec
+from docq.text.windowing import Window, split_all
 
 
 class InferWindows(Protocol):

@@ -12,10 +12,10 @@ from docq.catalog import ModelCatalog
 from docq.errors import NotFound
 from docq.jobs import JobStatus
 from docq.store import JobStore
+from docq.text.tokenizing import load_tokenizer
 from workers.batcher import Batcher
 from workers.metrics import SHARD_SECONDS
 from workers.pipeline import classify
-from workers.tokenizing import load_tokenizer
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from fastapi import FastAPI
 from pydantic import BaseModel
 from transformers import BertForSequenceClassification
 
-from workers.aggregation import aggregate
-from workers.packing import pad
-from workers.tokenizing import load_tokenizer, tokenize, window_spec
-from workers.windowing import split
+from docq.text.aggregation import aggregate
+from docq.text.packing import pad
+from docq.text.tokenizing import load_tokenizer, tokenize, window_spec
+from docq.text.windowing import split
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINT = Path(os.environ.get("BASELINE_CHECKPOINT", ROOT / "build" / "doc-type" / "checkpoint"))

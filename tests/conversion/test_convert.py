@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from conversion import convert, pbtxt
 from conversion.checkpoint import load_checkpoint
 from conversion.corpus import LABELS
-from conversion.tokens import TOKENIZER_FILES
 from docq.cli import app
+from docq.text.tokens import TOKENIZER_FILES
 
 
 @pytest.fixture(scope="module")

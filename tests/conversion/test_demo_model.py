@@ -20,10 +20,10 @@ import pytest
 from conversion import export, pbtxt
 from conversion.corpus import LABELS, generate
 from conversion.demo import CONFIG, MODEL_DIR, RUNTIME_SOURCE
-from conversion.tokens import windows_of
-from workers.packing import IdsAndMask, pad
-from workers.tokenizing import load_tokenizer, window_spec
-from workers.windowing import Window
+from docq.text.packing import IdsAndMask, pad
+from docq.text.tokenizing import load_tokenizer, window_spec
+from docq.text.tokens import windows_of
+from docq.text.windowing import Window
 
 ONNX_PATH = MODEL_DIR / "1" / "model.onnx"
 

@@ -12,7 +12,7 @@ import pytest
 from conversion import parity
 from conversion.corpus import LABELS, LabelledDocument, generate
 from conversion.parity import Thresholds, Windowing, verdict
-from workers.tokenizing import load_tokenizer
+from docq.text.tokenizing import load_tokenizer
 
 TOKENIZER = Path(__file__).resolve().parents[2] / "model_repository" / "doc-type" / "tokenizer"
 WINDOWING = Windowing(max_seq_len=128, stride=16, batch_size=4)

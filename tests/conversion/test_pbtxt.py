@@ -11,7 +11,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from conversion import pbtxt
 from conversion.corpus import LABELS
 from conversion.demo import CONFIG, MODEL_DIR
-from conversion.tokens import TOKENIZER_FILES
+from docq.text.tokens import TOKENIZER_FILES
 
 
 def test_written_config_parses_back(tmp_path: Path) -> None:

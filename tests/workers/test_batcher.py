@@ -13,10 +13,10 @@ from prometheus_client import REGISTRY
 
 from docq.errors import DocqError, InferenceUnavailable
 from docq.models import ModelSpec
+from docq.text.packing import Batch
+from docq.text.windowing import Window
 from workers.batcher import Batcher
 from workers.inference import Done
-from workers.packing import Batch
-from workers.windowing import Window
 
 LABELS = ("a", "b", "c")
 POISON = 999  # a window starting with this token makes the fake server fail its batch

@@ -8,12 +8,12 @@ import numpy.typing as npt
 
 from docq.config import REPO_ROOT
 from docq.models import ModelSpec
+from docq.text.packing import Batch
+from docq.text.tokenizing import load_tokenizer, tokenize, window_spec
+from docq.text.windowing import split
 from workers.batcher import Batcher
 from workers.inference import Done
-from workers.packing import Batch
 from workers.pipeline import classify
-from workers.tokenizing import load_tokenizer, tokenize, window_spec
-from workers.windowing import split
 
 LABELS = ("a", "b", "c")
 TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"

@@ -10,7 +10,7 @@ from pathlib import Path
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from docq.errors import ModelError
-from workers.windowing import WindowSpec
+from docq.text.windowing import WindowSpec
 
 
 @lru_cache(maxsize=16)

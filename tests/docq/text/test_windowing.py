@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.windowing import WindowSpec, split, split_all, window_count
+from docq.text.windowing import WindowSpec, split, split_all, window_count
 
 SPEC = WindowSpec(max_seq_len=10, stride=2, cls_id=101, sep_id=102)  # 8 content, step 6
 

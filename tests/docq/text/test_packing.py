@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.packing import pack, padding_efficiency
-from workers.windowing import Window
+from docq.text.packing import pack, padding_efficiency
+from docq.text.windowing import Window
 
 
 def windows(*lengths: int) -> list[Window]:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from transformers import PreTrainedTokenizerFast
 
-from workers.tokenizing import tokenize
-from workers.windowing import Window, WindowSpec, split
+from docq.text.tokenizing import tokenize
+from docq.text.windowing import Window, WindowSpec, split
 
 # The tokenizer files a model folder carries (what workers load with AutoTokenizer).
 TOKENIZER_FILES = (

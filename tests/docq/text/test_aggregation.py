@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from workers.aggregation import Aggregation, aggregate, softmax
+from docq.text.aggregation import Aggregation, aggregate, softmax
 
 LABELS = ("invoice", "receipt", "contract")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from workers.windowing import Window
+from docq.text.windowing import Window
 
 IdsAndMask = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
 

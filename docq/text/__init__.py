@@ -1,0 +1,1 @@
+"""The model contract both sides share: tokenizing, windowing, packing and aggregation."""
