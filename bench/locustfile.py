@@ -15,7 +15,7 @@ import time
 
 from locust import HttpUser, between, events, task
 
-from conversion.corpus import generate
+from corpus.doc_type import generate
 
 DOCUMENTS_PER_JOB = 50
 CORPUS = [{"id": d.id, "text": d.text} for d in generate(500, seed=4321)]

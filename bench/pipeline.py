@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.procs import CpuMeter, find, tree
-from conversion.corpus import LabelledDocument, generate
+from corpus.doc_type import LabelledDocument, generate
 from docq.catalog import ModelCatalog
 from docq.config import REPO_ROOT, Settings
 from docq.text.packing import pack, padding_efficiency

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from conversion.corpus import LabelledDocument
     from conversion.parity import ParityReport, Thresholds, Windowing
+    from corpus.doc_type import LabelledDocument
 
 Corpus = Annotated[
     str | None,

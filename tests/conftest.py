@@ -112,7 +112,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Real enough to export, quantize, serve and validate; small enough to do so in seconds.
     """
-    from conversion.corpus import LABELS
+    from corpus.doc_type import LABELS
     from docq.text.tokens import TOKENIZER_FILES
     from tests.tiny import tiny_bert
 

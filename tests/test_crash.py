@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from conversion.corpus import generate
+from corpus.doc_type import generate
 from docq.config import Settings
 from tests.conftest import settings_env
 from tests.services import celery_worker, redis_server

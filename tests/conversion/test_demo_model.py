@@ -18,8 +18,8 @@ import onnx
 import pytest
 
 from conversion import export, pbtxt
-from conversion.corpus import LABELS, generate
 from conversion.demo import CONFIG, MODEL_DIR, RUNTIME_SOURCE
+from corpus.doc_type import LABELS, generate
 from docq.text.packing import IdsAndMask, pad
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import windows_of

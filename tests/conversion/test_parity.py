@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from conversion import parity
-from conversion.corpus import LABELS, LabelledDocument, generate
 from conversion.parity import Thresholds, Windowing, verdict
+from corpus.doc_type import LABELS, LabelledDocument, generate
 from docq.text.tokenizing import load_tokenizer
 
 TOKENIZER = Path(__file__).resolve().parents[2] / "model_repository" / "doc-type" / "tokenizer"

@@ -9,8 +9,8 @@ import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import pbtxt
-from conversion.corpus import LABELS
 from conversion.demo import CONFIG, MODEL_DIR
+from corpus.doc_type import LABELS
 from docq.text.tokens import TOKENIZER_FILES
 
 

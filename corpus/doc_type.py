@@ -5,7 +5,7 @@ terms, page headers, scan errors). Lengths follow what a document classifier mee
 practice: about half fit in one 512-token window, a long tail of multi-page documents does
 not, and a few run to thousands of tokens.
 
-    python -m conversion.corpus --n 50 --seed 7 --out samples/
+    python -m corpus.doc_type --n 50 --seed 7 --out samples/
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from conversion.corpus_commercial import delivery_note, invoice, purchase_order, quotation
-from conversion.corpus_contract import contract
-from conversion.corpus_layout import ocr_noise
-from conversion.corpus_receipt import receipt
+from corpus.commercial import delivery_note, invoice, purchase_order, quotation
+from corpus.contract import contract
+from corpus.layout import ocr_noise
+from corpus.receipt import receipt
 
 # The model's label order (logit i is LABELS[i]); never reorder, only append.
 LABELS: tuple[str, ...] = (
@@ -71,7 +71,7 @@ def generate(n: int, seed: int) -> list[LabelledDocument]:
 def main(argv: list[str] | None = None) -> None:
     """Write `n` documents as `<id>.txt` files (the file name is the document id)."""
     parser = argparse.ArgumentParser(
-        prog="python -m conversion.corpus", description=__doc__.splitlines()[0]
+        prog="python -m corpus.doc_type", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--n", type=int, default=50, help="number of documents")
     parser.add_argument(

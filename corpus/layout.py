@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from conversion.corpus_fakes import Party
+from corpus.fakes import Party
 
 
 def table(rng: random.Random, header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -8,7 +8,7 @@ whatever the document's language; a share of documents ends with an English lega
 footer; and OCR noise garbles words. The label is the language the document is written
 in, not the language of its boilerplate.
 
-    python -m conversion.corpus_lang --n 12 --seed 7 --out /tmp/lang/
+    python -m corpus.doc_lang --n 12 --seed 7 --out /tmp/lang/
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from conversion import corpus_fakes as fk
-from conversion.corpus import LabelledDocument
-from conversion.corpus_layout import ocr_noise, paginate, party_block, table
+from corpus import fakes as fk
+from corpus.doc_type import LabelledDocument
+from corpus.layout import ocr_noise, paginate, party_block, table
 
 # The model's label order (logit i is LANGUAGES[i]); never reorder, only append.
 LANGUAGES: tuple[str, ...] = ("en", "de", "fr", "es", "it", "nl")
@@ -600,7 +600,7 @@ def generate(n: int, seed: int) -> list[LabelledDocument]:
 def main(argv: list[str] | None = None) -> None:
     """Write `n` documents as `<id>.txt` files (the file name is the document id)."""
     parser = argparse.ArgumentParser(
-        prog="python -m conversion.corpus_lang", description=__doc__.splitlines()[0]
+        prog="python -m corpus.doc_lang", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--n", type=int, default=12, help="number of documents")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed")

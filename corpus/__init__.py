@@ -1,0 +1,1 @@
+"""Seeded synthetic business documents: the demo models' data, the test inputs and the bench corpus."""
