@@ -2,7 +2,7 @@
 architecture's way of running the model (PyTorch FP32, one document per call).
 
 Runs the runtime's own `execute()` (conversion/runtimes/torch_gpu.py) in-process through
-tests/pb_stub.py, on the demo model's architecture (its config.json; the weights are random,
+serving/pb_stub.py, on the demo model's architecture (its config.json; the weights are random,
 which changes no timing): the time of one call per batch shape, median of many after a
 warm-up, and the largest logit difference of graph replays from eager calls of the same
 FP16 model. Prints a table and writes results/gpu-runtime.json under --out.
@@ -24,9 +24,9 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
-from tests import pb_stub
+from serving import pb_stub
 
-RUNTIME = Path(__file__).resolve().parents[1] / "conversion" / "runtimes" / "torch_gpu.py"
+RUNTIME = Path(__file__).resolve().parents[1] / "serving" / "runtimes" / "torch_gpu.py"
 SHAPES = [(1, 64), (1, 512), (2, 512), (8, 128), (8, 512), (32, 512), (64, 512)]
 
 

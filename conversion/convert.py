@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 
+from serving import runtimes
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # checkpoints are local; no hub is reachable
 
 import shutil
@@ -32,7 +34,6 @@ from conversion import export, package, pbtxt, tensorrt
 from conversion.checkpoint import load_checkpoint
 from docq.text.aggregation import Aggregation
 
-RUNTIME_SOURCES = Path(__file__).resolve().parent / "runtimes"
 # Precisions each runtime can be converted to; the first is the default.
 PRECISIONS: dict[str, tuple[str, ...]] = {
     "onnx-cpu": ("fp32", "int8"),
@@ -179,10 +180,10 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
         else:
             shutil.copyfile(onnx_path, folder / "model.onnx")
         if runtime == "onnx-cpu":
-            shutil.copyfile(RUNTIME_SOURCES / "onnx_cpu.py", folder / "model.py")
+            runtimes.install("onnx_cpu", folder)
     else:  # torch-gpu: the checkpoint itself, loaded by the runtime in its precision
         model.save_pretrained(folder, safe_serialization=True)
-        shutil.copyfile(RUNTIME_SOURCES / "torch_gpu.py", folder / "model.py")
+        runtimes.install("torch_gpu", folder)
     config = pbtxt.build(target.classifier_config(len(labels)))
     pbtxt.write(config, workdir / "config.pbtxt")
     return Staged(target, folder, config, labels, checkpoint, diff, notes)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+from serving import runtimes
+
 # No model hub is reachable, and none is needed: everything comes from a local package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -45,7 +47,6 @@ ROOT = Path(__file__).resolve().parent.parent
 NAME = "doc-type"
 MODEL_DIR = ROOT / "model_repository" / NAME
 BUILD_DIR = ROOT / "build" / NAME
-RUNTIME_SOURCE = Path(__file__).resolve().parent / "runtimes" / "onnx_cpu.py"
 
 SEED = 1129
 TRAIN_DOCS, TRAIN_SEED = 600, 1001
@@ -122,7 +123,7 @@ def ort_latency_ms(session: ort.InferenceSession, repeats: int = 5) -> float:
 def fill_version(onnx_path: Path) -> Callable[[Path], None]:
     def fill(folder: Path) -> None:
         shutil.copyfile(onnx_path, folder / "model.onnx")
-        shutil.copyfile(RUNTIME_SOURCE, folder / "model.py")
+        runtimes.install("onnx_cpu", folder)
 
     return fill
 

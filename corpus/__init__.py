@@ -1,1 +1,1 @@
-"""Seeded synthetic business documents: the demo models' data, the test inputs and the bench corpus."""
+"""Seeded synthetic business documents: the demo models' data and the bench corpus."""

@@ -1,6 +1,6 @@
 """Explicit model control: many models share one Triton, loaded on first use, unloaded by LRU.
 
-Triton runs with `--model-control-mode=explicit` (docq/tritonserver.py): at start it loads
+Triton runs with `--model-control-mode=explicit` (serving/server.py): at start it loads
 the startup and pinned models (DOCQ_MODEL_STARTUP, DOCQ_MODEL_PINNED), each warmed by the
 `model_warmup` sample its config.pbtxt carries before it is READY. Every other model of
 the repository is loaded when a job first needs it:

@@ -86,7 +86,7 @@ def triton_server(
     cmd = [
         sys.executable,
         "-m",
-        "docq.tritonserver",
+        "serving.server",
         "--http-port",
         str(http),
         "--grpc-port",

@@ -41,7 +41,7 @@ def _slow_variant(repository: Path) -> None:
     config = (folder / "config.pbtxt").read_text().replace('"doc-lang"', '"doc-lang-slow"')
     (folder / "config.pbtxt").write_text(config)
     (folder / "1" / "model.py").unlink()
-    runtime = REPO / "conversion" / "runtimes" / "onnx_cpu.py"
+    runtime = REPO / "serving" / "runtimes" / "onnx_cpu.py"
     (folder / "1" / "model.py").write_text(
         f"""import importlib.util, time
 _spec = importlib.util.spec_from_file_location("onnx_cpu", {str(runtime)!r})

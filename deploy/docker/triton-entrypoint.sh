@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start tritonserver for docq in the NGC container from the same DOCQ_* settings as the rest
-# of the stack; docq/tritonserver.py does the same for the local, CPU-only server.
+# of the stack; serving/server.py does the same for the local, CPU-only server.
 #
 #   DOCQ_MODEL_REPOSITORY   the mounted model repository (default /models)
 #   DOCQ_MODEL_CONTROL      explicit (default), none or poll; docq's model control (loads on

@@ -16,7 +16,7 @@ from docq.text.aggregation import Aggregation
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of
 
-RUNTIME = Path(__file__).resolve().parents[2] / "conversion" / "runtimes" / "onnx_cpu.py"
+RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "onnx_cpu.py"
 
 
 def test_corpus_is_seeded_and_balanced() -> None:

@@ -25,7 +25,7 @@ import yaml
 
 from docq import queue
 from docq.config import Settings
-from docq.tritonserver import startup_models
+from serving.server import startup_models
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -20,7 +20,7 @@ from docq.model_control import (
     choose_unloads,
     statuses,
 )
-from docq.tritonserver import server_command, startup_models
+from serving.server import server_command, startup_models
 from tests.services import triton_server, wait_for
 
 # --- the state of each model, folded from Triton's repository index -------------------

@@ -24,33 +24,17 @@ from typing import Any
 
 import numpy as np
 import torch
-import triton_python_backend_utils as pb_utils  # provided by the stub at run time
+from docq_execute import execute, parameter  # copied beside this file
 from transformers import AutoModelForSequenceClassification
 
-INPUTS = ("input_ids", "attention_mask")
-OUTPUT = "logits"
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-
-
-def _parameter(config: dict[str, Any], key: str, default: str) -> str:
-    return str(config.get("parameters", {}).get(key, {}).get("string_value", default))
-
-
-def _read(request: Any, name: str) -> np.ndarray:
-    tensor = pb_utils.get_input_tensor_by_name(request, name)
-    if tensor is None:
-        raise ValueError(f"missing input {name!r}")
-    array = np.from_dlpack(tensor)
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be [batch, sequence], got shape {list(array.shape)}")
-    return array
 
 
 def device_and_dtype(args: dict[str, str], config: dict[str, Any]) -> tuple[str, torch.dtype]:
     """Where and in what precision this instance runs (GPU: `dtype`; CPU: float32)."""
     if args.get("model_instance_kind") == "GPU":
         return f"cuda:{args.get('model_instance_device_id', '0')}", DTYPES[
-            _parameter(config, "dtype", "float16")
+            parameter(config, "dtype", "float16")
         ]
     return "cpu", torch.float32
 
@@ -134,71 +118,35 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         self.device, self.dtype = device_and_dtype(args, config)
         if self.device == "cpu":
-            torch.set_num_threads(int(_parameter(config, "intra_op_threads", "1")))
+            torch.set_num_threads(int(parameter(config, "intra_op_threads", "1")))
         folder = Path(args["model_repository"]) / args["model_version"]
         self.model = load(folder, self.device, self.dtype)
         self.graphs: CudaGraphs | None = None
-        if self.device != "cpu" and _parameter(config, "cuda_graphs", "true") == "true":
+        if self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true":
             self.graphs = CudaGraphs(
                 self.model,
                 self.device,
                 int(config.get("max_batch_size", 0)) or 1,
-                int(_parameter(config, "max_seq_len", "512")),
-                int(_parameter(config, "graph_seq_step", "64")),
+                int(parameter(config, "max_seq_len", "512")),
+                int(parameter(config, "graph_seq_step", "64")),
             )
             self.graphs.capture_all()
 
     def execute(self, requests: list[Any]) -> list[Any]:
-        """One response per request, in order; a bad request fails alone, not the batch."""
-        responses: list[Any] = [None] * len(requests)
-        valid: list[tuple[int, np.ndarray, np.ndarray]] = []
-        for i, request in enumerate(requests):
-            try:
-                ids, mask = (_read(request, name) for name in INPUTS)
-                if ids.shape != mask.shape:
-                    raise ValueError(
-                        f"input_ids {list(ids.shape)} and attention_mask "
-                        f"{list(mask.shape)} differ in shape"
-                    )
-                valid.append((i, ids, mask))
-            except Exception as exc:  # the client's fault: report it on its own response
-                responses[i] = pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
-        if valid:
-            try:
-                for i, logits in zip((v[0] for v in valid), self._run(valid), strict=True):
-                    out = pb_utils.Tensor(OUTPUT, np.ascontiguousarray(logits))
-                    responses[i] = pb_utils.InferenceResponse(output_tensors=[out])
-            except Exception as exc:  # the runtime failed: every request of this batch fails
-                for i, _, _ in valid:
-                    responses[i] = pb_utils.InferenceResponse(
-                        error=pb_utils.TritonError(f"torch failed: {exc}")
-                    )
-        return responses
+        """One response per request, in order (docq_execute pads them into one call)."""
+        return execute(requests, self._run, "torch")
 
     @torch.inference_mode()
-    def _run(self, batch: list[tuple[int, np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-        """Pad all requests to the longest sequence (id 0, mask 0), run once, split back."""
-        rows = sum(ids.shape[0] for _, ids, _ in batch)
-        longest = max(ids.shape[1] for _, ids, _ in batch)
-        input_ids = np.zeros((rows, longest), dtype=np.int64)
-        attention_mask = np.zeros((rows, longest), dtype=np.int64)
-        bounds, row = [], 0
-        for _, ids, mask in batch:
-            n, length = ids.shape
-            input_ids[row : row + n, :length] = ids
-            attention_mask[row : row + n, :length] = mask
-            bounds.append((row, row + n))
-            row += n
+    def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        rows, longest = input_ids.shape
         if self.graphs is not None and self.graphs.fits(rows, longest):
-            out = self.graphs(input_ids, attention_mask)
-        else:
-            logits = self.model(
-                input_ids=torch.from_numpy(input_ids).to(self.device, non_blocking=True),
-                attention_mask=torch.from_numpy(attention_mask).to(self.device, non_blocking=True),
-            ).logits
-            # FP16 logits are returned as FP32, the type config.pbtxt declares.
-            out = logits.float().cpu().numpy()
-        return [out[a:b] for a, b in bounds]
+            return self.graphs(input_ids, attention_mask)
+        logits = self.model(
+            input_ids=torch.from_numpy(input_ids).to(self.device, non_blocking=True),
+            attention_mask=torch.from_numpy(attention_mask).to(self.device, non_blocking=True),
+        ).logits
+        # FP16 logits are returned as FP32, the type config.pbtxt declares.
+        return logits.float().cpu().numpy()
 
     def finalize(self) -> None:
         self.graphs = None

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 import torch
 
-from tests import pb_stub
-from tests.pb_stub import request
+from serving import pb_stub
+from serving.pb_stub import request
 from tests.tiny import tiny_bert
 
-RUNTIME = Path(__file__).resolve().parents[2] / "conversion" / "runtimes" / "torch_gpu.py"
+RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
 LABELS = ("a", "b", "c", "d")
 MAX_SEQ_LEN = 128
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

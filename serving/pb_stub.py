@@ -38,21 +38,34 @@ def get_input_tensor_by_name(request: dict[str, np.ndarray], name: str) -> np.nd
 
 
 def load_runtime(path: Path) -> types.ModuleType:
-    """Import a model.py with this module standing in for the stub's utilities (only for
-    that import: the model binds it as `pb_utils`, and other importers keep theirs)."""
-    name = "triton_python_backend_utils"
-    before = sys.modules.get(name)
-    sys.modules[name] = sys.modules[__name__]
+    """Import a model.py with this module standing in for the stub's utilities, and the
+    shared request loop (docq_execute.py beside it, else serving/runtimes/execute.py) as
+    the stub would find it, only for that import: the model keeps what it bound, and other
+    importers keep theirs."""
+    from serving.runtimes import HELPER, SOURCES
+
+    helper = path.parent / HELPER
+    if not helper.exists():
+        helper = SOURCES / "execute.py"
+    names = ("triton_python_backend_utils", HELPER.removesuffix(".py"))
+    before = {name: sys.modules.get(name) for name in names}
+    sys.modules[names[0]] = sys.modules[__name__]
     try:
-        spec = importlib.util.spec_from_file_location(f"runtime_{path.stem}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        sys.modules[names[1]] = _exec(names[1], helper)
+        return _exec(f"runtime_{path.stem}", path)
     finally:
-        if before is None:
-            del sys.modules[name]
-        else:
-            sys.modules[name] = before
+        for name, module in before.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def _exec(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 

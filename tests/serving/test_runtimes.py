@@ -18,7 +18,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import convert, parity
 from conversion.checkpoint import load_checkpoint
-from docq.tritonserver import wheel_root
+from serving.server import wheel_root
 from tests.services import triton_server
 
 pytestmark = pytest.mark.integration

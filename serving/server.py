@@ -1,6 +1,6 @@
 """Start a real Triton Inference Server from the `tritonserver` binary in the nvidia-pytriton wheel.
 
-`python -m docq.tritonserver` is what the Procfile runs and what the test fixtures start.
+`python -m serving.server` is what the Procfile runs and what the test fixtures start.
 On a CPU machine the wheel's server runs the Python backend; three things make it work
 (DESIGN.md, platform facts):
 
@@ -96,7 +96,7 @@ def startup_models(repository: Path, names: tuple[str, ...]) -> list[str]:
     """The startup models the repository holds (a missing one is reported, not fatal)."""
     present = [n for n in names if (repository / n / "config.pbtxt").exists()]
     for name in sorted(set(names) - set(present)):
-        print(f"docq.tritonserver: startup model {name!r} is not in {repository}", file=sys.stderr)
+        print(f"serving.server: startup model {name!r} is not in {repository}", file=sys.stderr)
     return present
 
 

@@ -1,1 +1,0 @@
-"""Triton model code for each runtime, copied into a model's version folder as model.py."""

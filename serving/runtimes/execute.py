@@ -1,0 +1,92 @@
+"""The request loop every docq runtime shares, copied beside each model.py as
+`docq_execute.py` (a model runs alone inside Triton's Python-backend stub, which puts its
+version folder on `sys.path`; it cannot import docq).
+
+A runtime supplies one function, `run(input_ids, attention_mask) -> logits`, over a batch
+already padded into one array pair; this module reads the requests, pads them together,
+calls it once and splits the logits back, so a fix to the loop reaches every runtime.
+
+Inputs are read through DLPack (`np.from_dlpack`), which is right with numpy 1 and 2: the
+stub's `as_numpy()` reads zeros under numpy 2 (Triton 2.51). Outputs are built with
+`pb_utils.Tensor(name, array)`: `Tensor.from_dlpack` on a numpy array crashes the stub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils  # provided by the stub at run time
+
+INPUTS = ("input_ids", "attention_mask")
+OUTPUT = "logits"
+
+Run = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def parameter(config: dict[str, Any], key: str, default: str) -> str:
+    """A `parameters` entry of the model's config.pbtxt, as a string."""
+    return str(config.get("parameters", {}).get(key, {}).get("string_value", default))
+
+
+def read(request: Any, name: str) -> np.ndarray:
+    """One [batch, sequence] input of a request; ValueError when missing or misshapen."""
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        raise ValueError(f"missing input {name!r}")
+    array = np.from_dlpack(tensor)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be [batch, sequence], got shape {list(array.shape)}")
+    return array
+
+
+def pad(
+    batch: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """Every request's rows in one pair of arrays, padded to the longest sequence (id 0,
+    mask 0), and each request's row range in them."""
+    rows = sum(ids.shape[0] for ids, _ in batch)
+    longest = max(ids.shape[1] for ids, _ in batch)
+    input_ids = np.zeros((rows, longest), dtype=np.int64)
+    attention_mask = np.zeros((rows, longest), dtype=np.int64)
+    bounds, row = [], 0
+    for ids, mask in batch:
+        n, length = ids.shape
+        input_ids[row : row + n, :length] = ids
+        attention_mask[row : row + n, :length] = mask
+        bounds.append((row, row + n))
+        row += n
+    return input_ids, attention_mask, bounds
+
+
+def execute(requests: list[Any], run: Run, runtime: str) -> list[Any]:
+    """One response per request, in order: a bad request fails alone, a failed run fails
+    the requests of that run (`runtime` names it in the error)."""
+    responses: list[Any] = [None] * len(requests)
+    valid: list[tuple[int, np.ndarray, np.ndarray]] = []
+    for i, request in enumerate(requests):
+        try:
+            ids, mask = (read(request, name) for name in INPUTS)
+            if ids.shape != mask.shape:
+                raise ValueError(
+                    f"input_ids {list(ids.shape)} and attention_mask "
+                    f"{list(mask.shape)} differ in shape"
+                )
+            valid.append((i, ids, mask))
+        except Exception as exc:  # the client's fault: report it on its own response
+            responses[i] = pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+    if not valid:
+        return responses
+    try:
+        input_ids, attention_mask, bounds = pad([(ids, mask) for _, ids, mask in valid])
+        logits = run(input_ids, attention_mask)
+        for (i, _, _), (a, b) in zip(valid, bounds, strict=True):
+            out = pb_utils.Tensor(OUTPUT, np.ascontiguousarray(logits[a:b], dtype=np.float32))
+            responses[i] = pb_utils.InferenceResponse(output_tensors=[out])
+    except Exception as exc:  # the runtime failed: every request of this run fails
+        for i, _, _ in valid:
+            responses[i] = pb_utils.InferenceResponse(
+                error=pb_utils.TritonError(f"{runtime} failed: {exc}")
+            )
+    return responses
