@@ -1,7 +1,7 @@
 """`docq convert` and `docq validate`: a checkpoint to a served, parity-checked model.
 
 The commands live here, beside the code they drive, and are registered on the `docq`
-app by docq/cli.py. Heavy imports (torch, transformers, onnx) happen inside the commands,
+app by client/cli.py. Heavy imports (torch, transformers, onnx) happen inside the commands,
 so `docq submit` and friends start fast and work without the build extras.
 
     docq convert build/doc-type/checkpoint --name doc-type --runtime onnx-cpu \\

@@ -139,7 +139,7 @@ def test_health_and_readiness(api: TestClient) -> None:
 
 
 def test_python_client_round_trip(api: TestClient, worker: object) -> None:
-    from docq.client import DocqAPIError, DocqClient
+    from client.sdk import DocqAPIError, DocqClient
 
     client = DocqClient(http=api)
     labelled = generate(6, seed=5)

@@ -12,10 +12,10 @@ import torch
 from tritonclient.grpc import model_config_pb2 as mc
 from typer.testing import CliRunner
 
+from client.cli import app
 from conversion import convert, pbtxt
 from conversion.checkpoint import load_checkpoint
 from corpus.doc_type import LABELS
-from docq.cli import app
 from docq.text.tokens import TOKENIZER_FILES
 
 

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from client.sdk import DocqAPIError, DocqClient
 from conversion.cli import convert, validate
-from docq.client import DocqAPIError, DocqClient
 
 app = typer.Typer(
     help="docq: bulk document classification in front of Triton.", no_args_is_help=True
