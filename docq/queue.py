@@ -8,9 +8,15 @@ results. Messages carry ids, never documents.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from celery import Celery
+from kombu.exceptions import OperationalError
+from redis import RedisError
 
 from docq.config import Settings
+from docq.errors import QueueUnavailable
 
 CPU_QUEUE = "cpu"
 # Small jobs: consumed by a worker of their own, so they never queue behind a bulk job.
@@ -24,8 +30,16 @@ DELIVER_WEBHOOK = "docq.deliver_webhook"
 
 def make_celery(settings: Settings) -> Celery:
     """A Celery app configured for docq; creating it opens no connection."""
-    app = Celery("docq", broker=settings.celery_broker_url)
+    app = Celery("docq")
+    configure(app, settings)
+    return app
+
+
+def configure(app: Celery, settings: Settings) -> None:
+    """docq's Celery configuration. The worker app calls it from `on_configure`, i.e. when
+    its configuration is first read, after import: importing the app builds no settings."""
     app.conf.update(
+        broker_url=settings.celery_broker_url,
         task_serializer="json",
         accept_content=["json"],
         task_ignore_result=True,  # results live in the job store, not in a Celery backend
@@ -43,17 +57,28 @@ def make_celery(settings: Settings) -> Celery:
         worker_send_task_events=True,  # Flower shows tasks as they run
         task_send_sent_event=False,
     )
-    return app
+
+
+@contextmanager
+def _broker(what: str) -> Iterator[None]:
+    """The one place a broker failure becomes QueueUnavailable (retryable)."""
+    try:
+        yield
+    except (OperationalError, RedisError, OSError) as exc:
+        raise QueueUnavailable(f"the broker did not take {what}", str(exc)) from exc
 
 
 def enqueue_shards(app: Celery, job_id: str, shards: int, *, priority: bool = False) -> None:
-    """One task per shard, by id; small jobs go to the priority lane's own queue."""
+    """One task per shard, by id; small jobs go to the priority lane's own queue.
+    QueueUnavailable when the broker does not take them."""
     queue = PRIORITY_QUEUE if priority else CPU_QUEUE
-    with app.producer_or_acquire() as producer:
+    with _broker(f"the shards of job {job_id}"), app.producer_or_acquire() as producer:
         for n in range(shards):
             app.send_task(PROCESS_SHARD, args=[job_id, n], queue=queue, producer=producer)
 
 
 def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:
-    """The delivery of a job's event; `token` names the delivery chain (see docq.webhooks)."""
-    app.send_task(DELIVER_WEBHOOK, args=[job_id, token], queue=WEBHOOKS_QUEUE)
+    """The delivery of a job's event; `token` names the delivery chain (see docq.webhooks).
+    QueueUnavailable when the broker does not take it."""
+    with _broker(f"the webhook of job {job_id}"):
+        app.send_task(DELIVER_WEBHOOK, args=[job_id, token], queue=WEBHOOKS_QUEUE)

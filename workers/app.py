@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 
+from celery import Celery
 from celery.signals import worker_init, worker_process_init
 from prometheus_client import start_http_server
 
 from docq.catalog import ModelCatalog
 from docq.config import get_settings
-from docq.queue import make_celery
+from docq.queue import configure
 from docq.store import JobStore
 from workers.batcher import Batcher
 from workers.inference import TritonInference
@@ -24,16 +25,34 @@ from workers.shard import WorkerContext
 
 log = logging.getLogger(__name__)
 
-app = make_celery(get_settings())
-app.conf.imports = ("workers.tasks",)
+# Configured when its configuration is first read (on_configure), not at import.
+app = Celery("docq", include=["workers.tasks"])
 
+
+@app.on_configure.connect
+def _configure(sender: Celery, **_: object) -> None:
+    configure(sender, get_settings())
+
+
+_store: JobStore | None = None
 _ctx: WorkerContext | None = None
 _ctx_lock = threading.Lock()
 
 
+def store() -> JobStore:
+    """This process's job store (all the webhooks worker needs: it calls no Triton)."""
+    global _store
+    with _ctx_lock:
+        if _store is None:
+            s = get_settings()
+            _store = JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s)
+        return _store
+
+
 def context() -> WorkerContext:
-    """This process's clients, built on first use (once, whichever thread comes first)."""
+    """A shard worker's clients, built on first use (once, whichever thread comes first)."""
     global _ctx
+    job_store = store()
     with _ctx_lock:
         if _ctx is None:
             s = get_settings()
@@ -43,7 +62,7 @@ def context() -> WorkerContext:
                 timeout_s=s.triton_timeout_s,
             )
             _ctx = WorkerContext(
-                store=JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s),
+                store=job_store,
                 catalog=ModelCatalog(s.triton_grpc_url, s.model_repository),
                 batcher=Batcher(
                     triton.submit,
@@ -57,8 +76,8 @@ def context() -> WorkerContext:
 
 @worker_process_init.connect
 def _after_fork(**_: object) -> None:
-    global _ctx, _ctx_lock
-    _ctx, _ctx_lock = None, threading.Lock()  # never reuse a parent's sockets after fork
+    global _store, _ctx, _ctx_lock
+    _store, _ctx, _ctx_lock = None, None, threading.Lock()  # never reuse a parent's sockets
 
 
 @worker_init.connect

@@ -6,19 +6,17 @@ import logging
 from typing import Any
 
 from celery import Task
-from kombu.exceptions import OperationalError
-from redis import RedisError
+from celery.utils.time import get_exponential_backoff_interval
 
 from docq import webhooks
 from docq.config import get_settings
-from docq.errors import DocqError, QueueUnavailable, RetryableError, StoreUnavailable
+from docq.errors import DocqError, RetryableError, StoreUnavailable
 from docq.queue import DELIVER_WEBHOOK, PROCESS_SHARD
-from workers.app import app, context
+from workers.app import app, context, store
 from workers.shard import fail_shard, run_shard
 from workers.webhooks import DeliveryPolicy, deliver
 
 log = logging.getLogger(__name__)
-_settings = get_settings()
 
 
 class ShardTask(Task):  # type: ignore[misc]
@@ -37,49 +35,45 @@ class ShardTask(Task):  # type: ignore[misc]
             job_id,
             n,
             reason,
-            keep_documents=_settings.keep_documents,
+            keep_documents=get_settings().keep_documents,
             on_final=dispatch_event,
         )
 
 
 def dispatch_event(job_id: str) -> None:
     """Enqueue the delivery of a job's event on the `webhooks` queue (once; see
-    docq.webhooks.dispatch). A broker outage is retryable: the shard task runs again,
-    finds the job final and dispatches then."""
+    docq.webhooks.dispatch). A broker outage (QueueUnavailable) is retryable: the shard
+    task runs again, finds the job final and dispatches then."""
+    webhooks.dispatch(store(), app, job_id)
+
+
+@app.task(name=PROCESS_SHARD, base=ShardTask, bind=True, max_retries=None)
+def process_shard(self: Task, job_id: str, shard: int) -> None:
+    """Classify one shard of a job (the message carries ids, never documents).
+
+    Only what may heal (RetryableError: Triton, Redis or the broker unavailable) is retried,
+    with exponential backoff and jitter; bad input never is."""
+    s = get_settings()
     try:
-        webhooks.dispatch(context().store, app, job_id)
-    except (OperationalError, RedisError) as exc:
-        raise QueueUnavailable(f"could not enqueue the webhook of job {job_id}", str(exc)) from exc
-
-
-@app.task(
-    name=PROCESS_SHARD,
-    base=ShardTask,
-    autoretry_for=(RetryableError,),  # only what may heal is retried; bad input never is
-    max_retries=_settings.task_max_retries,
-    retry_backoff=_settings.task_retry_backoff_s,
-    retry_backoff_max=_settings.task_retry_backoff_max_s,
-    retry_jitter=True,
-)
-def process_shard(job_id: str, shard: int) -> None:
-    """Classify one shard of a job (the message carries ids, never documents)."""
-    run_shard(
-        context(),
-        job_id,
-        shard,
-        keep_documents=_settings.keep_documents,
-        on_final=dispatch_event,
-    )
+        run_shard(
+            context(), job_id, shard, keep_documents=s.keep_documents, on_final=dispatch_event
+        )
+    except RetryableError as exc:
+        delay = get_exponential_backoff_interval(
+            s.task_retry_backoff_s, self.request.retries, s.task_retry_backoff_max_s, True
+        )
+        log.warning("job %s shard %d: %s; retrying in %ds", job_id, shard, exc.message, delay)
+        raise self.retry(exc=exc, countdown=delay, max_retries=s.task_max_retries) from exc
 
 
 @app.task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)  # attempts are counted in Redis
 def deliver_webhook(self: Task, job_id: str, token: str) -> None:
     """One attempt at delivering a job's event; failed attempts come back through Celery's
     retry after the policy's backoff, until delivered, refused or dead-lettered."""
-    policy = DeliveryPolicy.from_settings(_settings)
+    policy = DeliveryPolicy.from_settings(get_settings())
     try:
-        outcome = deliver(context().store, policy, job_id, token)
-    except (RedisError, StoreUnavailable) as exc:  # the job store may heal; try again
+        outcome = deliver(store(), policy, job_id, token)
+    except StoreUnavailable as exc:  # the job store may heal; try again
         log.warning("job %s: webhook delivery could not reach the job store: %s", job_id, exc)
         raise self.retry(countdown=policy.backoff_s) from exc
     if outcome.retry_in_s is not None:
