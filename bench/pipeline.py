@@ -35,23 +35,25 @@ from rich.table import Table
 
 from bench.procs import CpuMeter, find, tree
 from corpus.doc_type import LabelledDocument, generate
+from devstack.services import (
+    api_server,
+    celery_worker,
+    free_port,
+    redis_server,
+    stop,
+    triton_server,
+    wait_for,
+)
+from devstack.stack import SHARD_THREADS, TRITON_NICE, WORKER_NICE
 from docq.catalog import ModelCatalog
 from docq.config import REPO_ROOT, Settings
 from docq.text.packing import pack, padding_efficiency
 from docq.text.tokenizing import load_tokenizer, tokenize, window_spec
 from docq.text.windowing import split_all
-from tests.services import celery_worker, free_port, redis_server, stop, triton_server, wait_for
 from workers.inference import TritonInference
 
 RESULTS = REPO_ROOT / "bench" / "results"
-# As the Procfile runs them: request handling first, then the workers' CPU work (they
-# tokenize in bursts on every core), then batch inference.
-WORKER_NICE = 5
-TRITON_NICE = 10
-# Four shard threads per worker process, as the Procfile runs them: they share one batcher,
-# so one shard tokenizes and stores while the others' windows are in Triton, and the
-# tail windows of every shard fill batches together.
-SHARD_THREADS = 4
+# Niceness and shard threads per worker process are the local stack's (devstack/stack.py).
 console = Console()
 
 
@@ -214,19 +216,7 @@ class Stack:
                 self.metrics_ports, ("cpu", "cpu-priority"), ("bulk", "priority"), strict=True
             )
         ]
-        port = free_port()
-        env["DOCQ_API_PORT"] = str(port)
-        log = (self.workdir / "api.log").open("wb")
-        self.api = subprocess.Popen(
-            [sys.executable, "-m", "api.main"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        self._stack.callback(stop, self.api)
-        self.url = f"http://127.0.0.1:{port}"
-        wait_for(lambda: httpx.get(f"{self.url}/readyz").status_code == 200, 60, "api", self.api)
+        self.url = self._stack.enter_context(api_server(env, self.workdir / "api.log"))
         port = self.triton_url.rsplit(":", 1)[1]
         self.triton_pid = find("bin/tritonserver", f"--grpc-port={port}")
         # Batch inference yields the CPU to request handling on this shared box, as the

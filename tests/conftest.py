@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from devstack.services import REPO, celery_worker, redis_server, triton_server
 from docq.config import Settings
 from docq.store import JobStore
-from tests.services import REPO, celery_worker, redis_server, triton_server
 
 MODEL_REPOSITORY = REPO / "model_repository"
 

@@ -18,9 +18,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from corpus.doc_type import generate
+from devstack.services import celery_worker, redis_server
 from docq.config import Settings
 from tests.conftest import settings_env
-from tests.services import celery_worker, redis_server
 from tests.test_e2e import all_results, wait_until_final
 
 pytestmark = pytest.mark.integration

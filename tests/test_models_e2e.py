@@ -25,10 +25,10 @@ from corpus.doc_lang import LANGUAGES
 from corpus.doc_lang import generate as doc_lang_documents
 from corpus.doc_type import LABELS
 from corpus.doc_type import generate as doc_type_documents
+from devstack.services import REPO, celery_worker, free_port, redis_server, triton_server, wait_for
 from docq.config import Settings
 from docq.jobs import JobStatus
 from tests.conftest import MODEL_REPOSITORY, link_model, settings_env
-from tests.services import REPO, celery_worker, free_port, redis_server, triton_server, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 from standardwebhooks import Webhook
 
 from corpus.doc_type import generate
+from devstack.services import free_port
 from docq import keys
 from docq.config import Settings
 from tests.receiver import HANG, Receiver
-from tests.services import free_port
 from tests.test_e2e import all_results, wait_until_final
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "webhooks_worker")]

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from devstack.stack import local_stack
 from docq import queue
 from docq.config import Settings
 from serving.server import startup_models
@@ -72,26 +73,20 @@ def procfile_lines() -> dict[str, list[str]]:
 
 
 def procfile() -> dict[str, list[str]]:
-    """Procfile process -> argv, from `exec` on, the program without its .venv/bin/ folder."""
+    """The local stack's processes (devstack/stack.py, what the Procfile runs) -> argv, the
+    program without its folder (`python -m celery` read as `celery`)."""
     processes = {}
-    for name, argv in procfile_lines().items():
-        if "exec" in argv:
-            argv = argv[argv.index("exec") + 1 :]
-        if argv[0] == "nice":  # a scheduling priority for the shared local box, not a program
-            argv = argv[3:] if argv[1] == "-n" else argv[1:]
-        processes[name] = [Path(argv[0]).name, *argv[1:]]
+    for name, process in local_stack().items():
+        argv = [Path(process.argv[0]).name, *process.argv[1:]]
+        if argv[0].startswith("python"):
+            argv = ["celery", *argv[3:]] if argv[1:3] == ["-m", "celery"] else ["python", *argv[1:]]
+        processes[name] = argv
     return processes
 
 
 def procfile_env(process: str) -> dict[str, str]:
-    """The variables a Procfile line sets for its process (`NAME=value exec ...`)."""
-    env = {}
-    for token in procfile_lines()[process]:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", token):
-            break
-        name, _, value = token.partition("=")
-        env[name] = value
-    return env
+    """The variables the stack sets for one of its processes."""
+    return dict(local_stack()[process].env)
 
 
 def procfile_workers() -> dict[str, list[str]]:
@@ -291,6 +286,13 @@ def test_settings_given_are_valid(clean_env: None) -> None:
 
 
 # --- docker compose ------------------------------------------------------------------------
+
+
+def test_procfile_runs_the_stack_description() -> None:
+    """Every Procfile line is `python -m devstack NAME`: the commands live in one place."""
+    assert {name: argv[argv.index("exec") + 1 :] for name, argv in procfile_lines().items()} == {
+        name: [".venv/bin/python", "-m", "devstack", name] for name in local_stack()
+    }
 
 
 def test_compose_services_cover_procfile() -> None:

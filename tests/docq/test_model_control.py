@@ -10,6 +10,7 @@ import tritonclient.grpc as grpcclient
 from prometheus_client import REGISTRY
 
 from conversion import convert
+from devstack.services import triton_server, wait_for
 from docq.config import Settings
 from docq.errors import InferenceUnavailable, UnknownModel
 from docq.model_control import (
@@ -21,7 +22,6 @@ from docq.model_control import (
     statuses,
 )
 from serving.server import server_command, startup_models
-from tests.services import triton_server, wait_for
 
 # --- the state of each model, folded from Triton's repository index -------------------
 

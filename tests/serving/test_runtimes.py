@@ -18,8 +18,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import convert, parity
 from conversion.checkpoint import load_checkpoint
+from devstack.services import triton_server
 from serving.server import wheel_root
-from tests.services import triton_server
 
 pytestmark = pytest.mark.integration
 

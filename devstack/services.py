@@ -1,18 +1,17 @@
-"""Start real services (redis-server, tritonserver, Celery workers) on free ports for tests."""
+"""The stack's processes (stack.py) started on free ports, for the tests and the bench."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from devstack import stack
+from devstack.stack import REPO
 
 
 def free_port() -> int:
@@ -49,16 +48,10 @@ def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
 
 @contextmanager
 def redis_server(workdir: Path) -> Iterator[str]:
-    """A throwaway redis-server; yields its URL."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        raise RuntimeError("redis-server is not installed (make test installs it)")
+    """A throwaway redis-server, configured as make up's (append-only file); yields its URL."""
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        [exe, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-    )
+    proc = subprocess.Popen(stack.redis(port, workdir), stdout=subprocess.DEVNULL)
     try:
         import redis
 
@@ -83,10 +76,7 @@ def triton_server(
     import tritonclient.grpc as grpcclient
 
     http, grpc, metrics = free_port(), free_port(), free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "serving.server",
+    cmd = stack.triton(
         "--http-port",
         str(http),
         "--grpc-port",
@@ -96,7 +86,7 @@ def triton_server(
         "--model-repository",
         str(repository),
         *(extra or []),
-    ]
+    )
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     url = f"127.0.0.1:{grpc}"
@@ -121,22 +111,7 @@ def celery_worker(
     """A real Celery worker process consuming `queues`: `concurrency` threads (the shard
     workers' pool, sharing one batcher) or prefork children (the webhooks worker's)."""
     cmd = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "workers.app",
-        "worker",
-        "-Q",
-        queues,
-        "--concurrency",
-        str(concurrency),
-        "--pool",
-        pool,
-        "--hostname",
-        f"{name}-{os.getpid()}@%h",
-        "--loglevel",
-        "INFO",
+        *stack.worker(queues, f"{name}-{os.getpid()}", concurrency=concurrency, pool=pool),
         "--without-gossip",
         "--without-mingle",
     ]
@@ -147,3 +122,25 @@ def celery_worker(
         yield proc
     finally:
         stop(proc, 30)
+
+
+@contextmanager
+def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
+    """The API as a process of its own on a free port; yields its base URL."""
+    import httpx
+
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            stack.api(),
+            cwd=REPO,
+            env={**env, "DOCQ_API_PORT": str(port)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, 60, "api", proc)
+        yield url
+    finally:
+        stop(proc)

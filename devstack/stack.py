@@ -1,0 +1,121 @@
+"""Every process of the local stack, described once.
+
+The Procfile runs each of them as `python -m devstack NAME` with the default ports; the
+test fixtures and the bench start the same command lines on free ports (services.py). A
+change here (a worker's pool, a Redis flag) reaches all three.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RUN_DIR = REPO / ".run"  # make up's data (Redis AOF); ignored by git
+
+# Threads of one shard worker process: its shards share one batcher (cross-shard batches)
+# and one gRPC channel.
+SHARD_THREADS = 4
+# On one shared box the API answers first, then the workers, then batch inference (nice).
+WORKER_NICE = 5
+TRITON_NICE = 10
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process of the stack: its command line, extra environment and niceness."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    nice: int = 0
+
+
+def redis(port: int, data_dir: Path) -> list[str]:
+    """redis-server on loopback with an append-only file fsynced at every write: an upload
+    answered 202 survives a crash of Redis (at the cost of one fsync per write)."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("redis-server is not installed (make up / make test install it)")
+    return [
+        exe,
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(data_dir),
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--save",
+        "",
+    ]
+
+
+def triton(*args: str) -> list[str]:
+    """The tritonserver launcher (serving/server.py); `args` are its options."""
+    return [sys.executable, "-m", "serving.server", *args]
+
+
+def api() -> list[str]:
+    return [sys.executable, "-m", "api.main"]
+
+
+def worker(queues: str, name: str, *, concurrency: int, pool: str) -> list[str]:
+    """A Celery worker: `threads` for shard workers (shards share a batcher), `prefork`
+    for the webhooks worker (deliveries are independent and block on the network)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.app",
+        "worker",
+        "-Q",
+        queues,
+        "--pool",
+        pool,
+        "--concurrency",
+        str(concurrency),
+        "--hostname",
+        f"{name}@%h",
+        "--loglevel",
+        "INFO",
+    ]
+
+
+def flower(port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.app",
+        "flower",
+        "--address=127.0.0.1",
+        f"--port={port}",
+    ]
+
+
+def local_stack() -> dict[str, Process]:
+    """What `make up` runs, by Procfile name, on the default ports (the settings' own)."""
+    return {
+        "redis": Process(redis(6379, RUN_DIR / "redis")),
+        "triton": Process(triton(), nice=TRITON_NICE),
+        "api": Process(api()),
+        "worker": Process(
+            worker("cpu", "cpu", concurrency=SHARD_THREADS, pool="threads"),
+            {"DOCQ_WORKER_METRICS_PORT": "9101"},
+            WORKER_NICE,
+        ),
+        "priority": Process(
+            worker("cpu-priority", "priority", concurrency=SHARD_THREADS, pool="threads"),
+            {"DOCQ_WORKER_METRICS_PORT": "9102"},
+            WORKER_NICE,
+        ),
+        "webhooks": Process(worker("webhooks", "webhooks", concurrency=4, pool="prefork")),
+        "flower": Process(flower(5555)),
+    }
