@@ -11,6 +11,9 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from docq.errors import WebhookRefused
+from docq.webhook_guard import check_secret, check_url
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -230,9 +233,6 @@ class Settings(BaseSettings):
         if self.webhook_url is not None and not self.webhook_secret:
             raise ValueError("webhook_url needs webhook_secret (a whsec_... secret)")
         if self.webhook_url is not None and self.webhook_secret is not None:
-            from docq.errors import WebhookRefused
-            from docq.webhooks import check_secret, check_url
-
             try:
                 check_url(self.webhook_url)
                 check_secret(self.webhook_secret)

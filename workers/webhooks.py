@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from docq import __version__, webhooks
+from docq import __version__, webhook_guard, webhooks
 from docq.config import Settings
 from docq.errors import NotFound, WebhookRefused
 from docq.jobs import Attempt, DeliveryState, WebhookRecord
@@ -73,21 +73,21 @@ def deliver(
     token: str,
     *,
     transport: httpx.BaseTransport | None = None,
-    resolve: webhooks.Resolver = webhooks.system_resolver,
+    resolve: webhook_guard.Resolver = webhook_guard.system_resolver,
     rng: random.Random | None = None,
 ) -> Outcome:
     """Make the next attempt of delivery chain `token` for a job's event, if it is due."""
-    claimed, value = store.claim_attempt(job_id, token, policy.lease_s)
+    claimed, value = store.deliveries.claim_attempt(job_id, token, policy.lease_s)
     if claimed == "busy":  # a twin of this message is mid-attempt: look again after its lease
         return Outcome(None, value + 0.5, "another copy of this delivery is mid-attempt")
     if claimed != "claimed":
         return Outcome(None, None, f"nothing to do ({claimed})")
     number = int(value)
-    record = store.get_webhook(job_id)
+    record = store.deliveries.get_webhook(job_id)
     if record is None or record.event is None or record.webhook_id is None:
         return Outcome(None, None, "the job expired")
     try:
-        payload = record.payload or store.freeze_payload(
+        payload = record.payload or store.deliveries.freeze_payload(
             job_id, _payload(store, job_id, record, policy)
         )
     except NotFound:
@@ -101,7 +101,7 @@ def deliver(
         state = DeliveryState.DEAD_LETTERED
     attempt = Attempt(number, at, duration_ms, status_code, error)
     delay = webhooks.backoff_s(record.round_attempts, policy.backoff_s, policy.backoff_max_s, rng)
-    if not store.finish_attempt(job_id, token, attempt, state, delay):
+    if not store.deliveries.finish_attempt(job_id, token, attempt, state, delay):
         return Outcome(None, None, "the delivery was superseded or the job expired")
 
     if state is DeliveryState.PENDING:
@@ -135,24 +135,24 @@ def _attempt(
     at: datetime,
     policy: DeliveryPolicy,
     transport: httpx.BaseTransport | None,
-    resolve: webhooks.Resolver,
+    resolve: webhook_guard.Resolver,
 ) -> tuple[int | None, str | None, DeliveryState]:
     """One signed POST: (status code, error, state after it). The URL meets the SSRF guard
     again (DNS may have changed since the upload) and the connection goes to the address
     that was checked. Redirects are not followed."""
     assert record.webhook_id is not None
     try:
-        target = webhooks.check_url(record.url)
+        target = webhook_guard.check_url(record.url)
         try:
             addresses = resolve(target.host, target.port)
         except (OSError, UnicodeError) as exc:  # DNS may heal: retry
             return None, f"DNS: {exc}", DeliveryState.PENDING
-        address = webhooks.check_addresses(
+        address = webhook_guard.check_addresses(
             target, addresses, allow_private=policy.allow_private_networks
         )
     except WebhookRefused as exc:
         return None, f"refused: {exc.message}", DeliveryState.FAILED
-    url, headers, extensions = webhooks.pinned_request(target, address)
+    url, headers, extensions = webhook_guard.pinned_request(target, address)
     headers |= webhooks.sign(record.secret, record.webhook_id, payload, at)
     headers["user-agent"] = USER_AGENT
     try:

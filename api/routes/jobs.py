@@ -10,26 +10,19 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from kombu.exceptions import OperationalError
-from prometheus_client import Counter, Histogram
-from redis import RedisError
+from prometheus_client import Histogram
 
-from api.deps import Deps, Resources
+from api import submissions
+from api.deps import Deps
 from api.uploads import NDJSON, parse_upload
 from docq import webhooks
-from docq.config import Settings
-from docq.errors import Conflict, IdempotencyKeyReused, NotFound, QueueUnavailable, ValidationError
-from docq.jobs import JobRecord
-from docq.queue import enqueue_shards
-from docq.schemas import JobCreate, JobCreated, JobPublic, ResultsPage, WebhookCreated
-from docq.store import Document, IdempotencyClaim, WebhookTarget
+from docq.errors import QueueUnavailable, ValidationError
+from docq.schemas import JobCreated, JobPublic, ResultsPage
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
-JOBS_CREATED = Counter("docq_jobs_created_total", "Jobs accepted", ["model"])
-DOCUMENTS_ACCEPTED = Counter("docq_documents_accepted_total", "Documents accepted", ["model"])
 UPLOAD_SECONDS = Histogram(
     "docq_upload_seconds",
     "Time to accept an upload (parse, validate, store, enqueue)",
@@ -55,137 +48,10 @@ async def create_job(
     """Accept a bulk upload: validate everything, store it in shards, enqueue, answer at once."""
     with UPLOAD_SECONDS.time():
         upload = await parse_upload(request, deps.settings)
-        model = upload.model or deps.settings.default_model
-        if model is None:
-            raise ValidationError(
-                "no model given and no default model configured", {"field": "model"}
-            )
-        webhook = await run_in_threadpool(_webhook_target, upload, deps.settings)
-        await run_in_threadpool(deps.catalog.require, model)
-        documents = [Document(d.id, d.text) for d in upload.documents]
-        if idempotency_key is None:
-            job = await run_in_threadpool(_create, deps, model, documents, webhook, None)
-        else:
-            digest = webhooks.key_digest(idempotency_key)
-            claim = IdempotencyClaim(
-                job_id=deps.store.new_job_id(),
-                fingerprint=webhooks.fingerprint(
-                    model,
-                    ((d.id, d.text) for d in documents),
-                    webhook.url if webhook else None,
-                ),
-                bound=False,
-            )
-            earlier = await run_in_threadpool(_claim, deps, digest, claim)
-            if earlier is not None:
-                response.status_code = 200
-                return await run_in_threadpool(_replay, deps, earlier)
-            job = await run_in_threadpool(_create, deps, model, documents, webhook, (digest, claim))
-    JOBS_CREATED.labels(model).inc()
-    DOCUMENTS_ACCEPTED.labels(model).inc(job.documents)
-    shown = None
-    if webhook is not None:
-        shown = WebhookCreated(
-            url=webhook.url, secret=webhook.secret if webhook.secret_generated else None
-        )
-    return _created(job, shown)
-
-
-def _webhook_target(upload: JobCreate, settings: Settings) -> WebhookTarget | None:
-    """The job's webhook: its own (URL guarded, secret checked or generated), else the
-    tenant's default, else none."""
-    if upload.webhook is not None:
-        url = webhooks.guard(
-            upload.webhook.url, allow_private=settings.webhook_allow_private_networks
-        )
-        if upload.webhook.secret is None:
-            return WebhookTarget(url, webhooks.generate_secret(), secret_generated=True)
-        return WebhookTarget(url, webhooks.check_secret(upload.webhook.secret))
-    if settings.webhook_url is not None and settings.webhook_secret is not None:
-        # The operator's URL is trusted here; it meets the guard again at each delivery.
-        return WebhookTarget(settings.webhook_url, settings.webhook_secret)
-    return None
-
-
-def _create(
-    deps: Resources,
-    model: str,
-    documents: list[Document],
-    webhook: WebhookTarget | None,
-    idempotency: tuple[str, IdempotencyClaim] | None,
-) -> JobRecord:
-    """Store the job and enqueue its shards; on failure leave nothing behind (nor the key)."""
-    job_id = idempotency[1].job_id if idempotency else None
-    try:
-        small = len(documents) <= deps.settings.small_job_max_documents
-        job = deps.store.create_job(
-            model, documents, webhook=webhook, job_id=job_id, priority=small
-        )
-        try:
-            enqueue_shards(deps.celery, job.id, job.shards, priority=job.priority)
-        except (OperationalError, RedisError) as exc:  # leave nothing behind, tell the client
-            deps.store.delete_job(job.id, job.shards)
-            raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
-    except BaseException:
-        if idempotency is not None:
-            deps.store.release_idempotency_key(*idempotency)
-        raise
-    if idempotency is not None and not deps.store.bind_idempotency_key(*idempotency):
-        log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job.id)
-    return job
-
-
-def _claim(deps: Resources, digest: str, claim: IdempotencyClaim) -> IdempotencyClaim | None:
-    """Claim the key for this upload, or the earlier claim when it is the same request.
-
-    Raises IdempotencyKeyReused when the key came with a different request, Conflict while
-    the first request with it is still being stored.
-    """
-    for _ in range(3):
-        earlier = deps.store.claim_idempotency_key(digest, claim)
-        if earlier is None:
-            return None
-        if earlier.fingerprint != claim.fingerprint:
-            raise IdempotencyKeyReused(
-                "this Idempotency-Key was used with a different request",
-                {"job_id": earlier.job_id},
-            )
-        if not earlier.bound:
-            raise Conflict(
-                "the first request with this Idempotency-Key is still being processed; "
-                "retry it shortly",
-                {"job_id": earlier.job_id},
-            )
-        try:
-            deps.store.get_job(earlier.job_id)
-            return earlier
-        except NotFound:  # the job expired and its key is going with it: start afresh
-            deps.store.release_idempotency_key(digest, earlier)
-    raise Conflict("this Idempotency-Key is contended; retry it shortly")
-
-
-def _replay(deps: Resources, earlier: IdempotencyClaim) -> JobCreated:
-    """The answer of the upload that created the job (its current status). A generated
-    secret is shown again: a replay is how a client that lost the first answer gets it."""
-    job = deps.store.get_job(earlier.job_id)
-    record = deps.store.get_webhook(job.id)
-    shown = None
-    if record is not None:
-        shown = WebhookCreated(
-            url=record.url, secret=record.secret if record.secret_generated else None
-        )
-    return _created(job, shown)
-
-
-def _created(job: JobRecord, webhook: WebhookCreated | None) -> JobCreated:
-    return JobCreated(
-        id=job.id,
-        status=job.status,
-        model=job.model,
-        documents=job.documents,
-        created_at=job.created_at,
-        webhook=webhook,
-    )
+        submitted = await run_in_threadpool(submissions.submit, deps, upload, idempotency_key)
+    if submitted.replayed:
+        response.status_code = 200
+    return submitted.answer
 
 
 @router.get("/{job_id}", response_model=JobPublic)
@@ -225,7 +91,7 @@ def cancel_job(job_id: str, deps: Deps) -> JobPublic:
     deps.store.request_cancel(job_id)
     try:
         webhooks.dispatch(deps.store, deps.celery, job_id)
-    except (OperationalError, RedisError) as exc:
+    except QueueUnavailable as exc:
         raise QueueUnavailable(
             "the job is cancelled but its webhook could not be enqueued; repeat the DELETE"
         ) from exc

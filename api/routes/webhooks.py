@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from kombu.exceptions import OperationalError
-from redis import RedisError
 
 from api.deps import Deps, Resources
 from docq import webhooks
@@ -17,7 +15,7 @@ router = APIRouter(prefix="/v1/jobs/{job_id}/webhook", tags=["webhooks"])
 
 def _record(deps: Resources, job_id: str) -> WebhookRecord:
     deps.store.get_job(job_id)  # 404 for an unknown or expired job
-    record = deps.store.get_webhook(job_id)
+    record = deps.store.deliveries.get_webhook(job_id)
     if record is None:
         raise NotFound(f"job {job_id!r} has no webhook", {"job_id": job_id})
     return record
@@ -25,7 +23,7 @@ def _record(deps: Resources, job_id: str) -> WebhookRecord:
 
 def _public(deps: Resources, job_id: str) -> WebhookPublic:
     record = _record(deps, job_id)
-    return WebhookPublic.from_record(record, deps.store.webhook_attempts(job_id))
+    return WebhookPublic.from_record(record, deps.store.deliveries.webhook_attempts(job_id))
 
 
 @router.get("", response_model=WebhookPublic)
@@ -44,7 +42,7 @@ def redeliver(job_id: str, deps: Deps) -> WebhookPublic:
     runs, while an attempt runs, or while a retry is scheduled.
     """
     _record(deps, job_id)
-    before, restarted = deps.store.restart_delivery(job_id)
+    before, restarted = deps.store.deliveries.restart_delivery(job_id)
     if before is DeliveryState.WAITING:
         raise Conflict("the job is not final yet: it has no event to deliver", {"job_id": job_id})
     if not restarted:
@@ -55,6 +53,6 @@ def redeliver(job_id: str, deps: Deps) -> WebhookPublic:
         )
     try:
         webhooks.dispatch(deps.store, deps.celery, job_id)
-    except (OperationalError, RedisError) as exc:
+    except QueueUnavailable as exc:
         raise QueueUnavailable("the redelivery could not be enqueued; repeat the request") from exc
     return _public(deps, job_id)

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from docq.config import Settings
 from docq.store import Document, JobStore, WebhookTarget
-from docq.webhooks import generate_secret
+from docq.webhook_guard import generate_secret
 
 GOOD = {"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"}
 HOOK_URL = "http://127.0.0.1:9/hooks"  # allowed: the session settings allow private networks
@@ -178,7 +178,7 @@ def test_redeliver_while_a_delivery_is_pending_is_409(api: TestClient, redis_url
         "doc-type", [Document("a", "x")], webhook=WebhookTarget(HOOK_URL, SECRET)
     )
     store.finish_shard(job.id, 0, [(0, {"id": "a", "label": "invoice"})])
-    store.claim_attempt(job.id, "a-live-chain", 30)  # as if an attempt were running
+    store.deliveries.claim_attempt(job.id, "a-live-chain", 30)  # as if an attempt were running
     resp = api.post(f"/v1/jobs/{job.id}/webhook/redeliver")
     assert resp.status_code == 409
     assert "still being delivered" in error_of(resp)["message"]

@@ -10,13 +10,14 @@ import httpx
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from docq import webhooks
+from docq import webhook_guard, webhooks
 from docq.errors import WebhookRefused
 from docq.jobs import DeliveryState, EventType, JobStatus
 from docq.schemas import JobPublic, Progress
+from docq.store import idempotency
 
 
-def resolver(table: dict[str, list[str]]) -> webhooks.Resolver:
+def resolver(table: dict[str, list[str]]) -> webhook_guard.Resolver:
     def resolve(host: str, port: int) -> list[str]:
         if host not in table:
             raise OSError(f"unknown host {host}")
@@ -34,10 +35,10 @@ PUBLIC = resolver(
 
 
 def test_generated_secrets_are_standard_webhooks_secrets() -> None:
-    secret = webhooks.generate_secret()
+    secret = webhook_guard.generate_secret()
     assert secret.startswith("whsec_")
-    assert webhooks.check_secret(secret) == secret
-    assert webhooks.generate_secret() != secret
+    assert webhook_guard.check_secret(secret) == secret
+    assert webhook_guard.generate_secret() != secret
     Webhook(secret)  # the reference library accepts it
 
 
@@ -47,7 +48,7 @@ def test_generated_secrets_are_standard_webhooks_secrets() -> None:
 )
 def test_malformed_or_short_secrets_are_refused(secret: str) -> None:
     with pytest.raises(WebhookRefused):
-        webhooks.check_secret(secret)
+        webhook_guard.check_secret(secret)
 
 
 # --- the SSRF guard -------------------------------------------------------------------
@@ -55,7 +56,7 @@ def test_malformed_or_short_secrets_are_refused(secret: str) -> None:
 
 def test_a_public_https_url_passes() -> None:
     url = "https://hooks.example.com/docq?x=1"
-    assert webhooks.guard(url, allow_private=False, resolve=PUBLIC) == url
+    assert webhook_guard.guard(url, allow_private=False, resolve=PUBLIC) == url
 
 
 @pytest.mark.parametrize(
@@ -81,25 +82,27 @@ def test_a_public_https_url_passes() -> None:
 def test_non_public_addresses_are_refused(address: str) -> None:
     resolve = resolver({"internal.example.com": [address]})
     with pytest.raises(WebhookRefused) as err:
-        webhooks.guard("http://internal.example.com/hook", allow_private=False, resolve=resolve)
+        webhook_guard.guard(
+            "http://internal.example.com/hook", allow_private=False, resolve=resolve
+        )
     assert "non-public" in err.value.message
     assert err.value.detail["address"] == address
     # ... unless the operator allows private networks (local stacks, tests)
     url = "http://internal.example.com/hook"
-    assert webhooks.guard(url, allow_private=True, resolve=resolve) == url
+    assert webhook_guard.guard(url, allow_private=True, resolve=resolve) == url
 
 
 def test_one_private_address_among_public_ones_is_enough_to_refuse() -> None:
     resolve = resolver({"mixed.example.com": ["93.184.215.14", "10.0.0.5"]})
     with pytest.raises(WebhookRefused):
-        webhooks.guard("https://mixed.example.com/", allow_private=False, resolve=resolve)
+        webhook_guard.guard("https://mixed.example.com/", allow_private=False, resolve=resolve)
 
 
 def test_literal_private_ip_urls_are_refused() -> None:
     with pytest.raises(WebhookRefused):
-        webhooks.guard("http://127.0.0.1:9/x", allow_private=False)
+        webhook_guard.guard("http://127.0.0.1:9/x", allow_private=False)
     with pytest.raises(WebhookRefused):
-        webhooks.guard("http://[::1]:9/x", allow_private=False)
+        webhook_guard.guard("http://[::1]:9/x", allow_private=False)
 
 
 @pytest.mark.parametrize(
@@ -116,22 +119,24 @@ def test_literal_private_ip_urls_are_refused() -> None:
 )
 def test_bad_schemes_and_urls_are_refused(url: str) -> None:
     with pytest.raises(WebhookRefused):
-        webhooks.guard(url, allow_private=True, resolve=PUBLIC)
+        webhook_guard.guard(url, allow_private=True, resolve=PUBLIC)
 
 
 def test_a_host_that_does_not_resolve_is_refused() -> None:
     with pytest.raises(WebhookRefused) as err:
-        webhooks.guard("https://nowhere.example.com/", allow_private=False, resolve=PUBLIC)
+        webhook_guard.guard("https://nowhere.example.com/", allow_private=False, resolve=PUBLIC)
     assert "does not resolve" in err.value.message
 
 
 def test_pinned_request_connects_to_the_checked_address_but_keeps_host_and_sni() -> None:
-    target = webhooks.check_url("https://hooks.example.com:8443/path?q=1")
-    url, headers, extensions = webhooks.pinned_request(target, "93.184.215.14")
+    target = webhook_guard.check_url("https://hooks.example.com:8443/path?q=1")
+    url, headers, extensions = webhook_guard.pinned_request(target, "93.184.215.14")
     assert str(url) == "https://93.184.215.14:8443/path?q=1"
     assert headers == {"host": "hooks.example.com:8443"}
     assert extensions == {"sni_hostname": "hooks.example.com"}
-    url6, _, ext6 = webhooks.pinned_request(webhooks.check_url("http://h.example.com/"), "::1")
+    url6, _, ext6 = webhook_guard.pinned_request(
+        webhook_guard.check_url("http://h.example.com/"), "::1"
+    )
     assert str(url6) == "http://[::1]/"
     assert ext6 == {}
 
@@ -155,13 +160,13 @@ def job_public(status: JobStatus = JobStatus.SUCCEEDED) -> JobPublic:
 
 
 def test_signed_headers_verify_with_standardwebhooks() -> None:
-    secret = webhooks.generate_secret()
+    secret = webhook_guard.generate_secret()
     body = webhooks.event_body(EventType.SUCCEEDED, job_public(), datetime.now(UTC))
     headers = webhooks.sign(secret, "msg_j1", body, datetime.now(UTC))
     assert headers["webhook-id"] == "msg_j1"
     assert Webhook(secret).verify(body, headers) == json.loads(body)
     with pytest.raises(WebhookVerificationError):
-        Webhook(webhooks.generate_secret()).verify(body, headers)
+        Webhook(webhook_guard.generate_secret()).verify(body, headers)
     with pytest.raises(WebhookVerificationError):
         Webhook(secret).verify(body.replace("succeeded", "failed"), headers)
 
@@ -235,20 +240,20 @@ def test_default_policy_spans_about_an_hour() -> None:
 
 def test_fingerprint_covers_model_documents_and_webhook_url() -> None:
     docs = [("a", "one"), ("b", "two")]
-    base = webhooks.fingerprint("doc-type", docs, None)
-    assert webhooks.fingerprint("doc-type", list(docs), None) == base
-    assert webhooks.fingerprint("other", docs, None) != base
-    assert webhooks.fingerprint("doc-type", docs[::-1], None) != base
-    assert webhooks.fingerprint("doc-type", [("a", "one"), ("b", "two!")], None) != base
-    assert webhooks.fingerprint("doc-type", docs, "https://h.example.com/") != base
+    base = idempotency.fingerprint("doc-type", docs, None)
+    assert idempotency.fingerprint("doc-type", list(docs), None) == base
+    assert idempotency.fingerprint("other", docs, None) != base
+    assert idempotency.fingerprint("doc-type", docs[::-1], None) != base
+    assert idempotency.fingerprint("doc-type", [("a", "one"), ("b", "two!")], None) != base
+    assert idempotency.fingerprint("doc-type", docs, "https://h.example.com/") != base
     # no ambiguity from where one field ends and the next begins
-    assert webhooks.fingerprint("m", [("ab", "c")], None) != webhooks.fingerprint(
+    assert idempotency.fingerprint("m", [("ab", "c")], None) != idempotency.fingerprint(
         "m", [("a", "bc")], None
     )
-    assert webhooks.key_digest("k1") != webhooks.key_digest("k2")
+    assert idempotency.key_digest("k1") != idempotency.key_digest("k2")
 
 
 def test_check_url_accepts_ipv6_literals() -> None:
-    target = webhooks.check_url("http://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:8080/h")
+    target = webhook_guard.check_url("http://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:8080/h")
     assert (target.host, target.port) == ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", 8080)
     assert isinstance(target.url, httpx.URL)

@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 
 from docq.jobs import DeliveryState, EventType
 from docq.store import Document, JobStore, WebhookTarget
-from docq.webhooks import generate_secret
+from docq.webhook_guard import generate_secret
 from workers.webhooks import DeliveryPolicy, deliver
 
 PUBLIC_IP = "93.184.215.14"
@@ -98,9 +98,9 @@ def test_a_2xx_delivers_a_verifiable_standard_webhook(store: JobStore, job_id: s
     assert body["data"]["progress"] == {"documents_done": 1, "documents_failed": 0}
     assert "results" not in body["data"]
 
-    record = store.get_webhook(job_id)
+    record = store.deliveries.get_webhook(job_id)
     assert record is not None and record.state is DeliveryState.DELIVERED
-    (recorded,) = store.webhook_attempts(job_id)
+    (recorded,) = store.deliveries.webhook_attempts(job_id)
     assert (recorded.attempt, recorded.status_code, recorded.error) == (1, 204, None)
     assert recorded.duration_ms >= 0
     # nothing more to do for any copy of the task
@@ -135,10 +135,10 @@ def test_retryable_failures_back_off_then_dead_letter(
     last = attempt(store, job_id, receiver)
     assert (last.state, last.retry_in_s) == (DeliveryState.DEAD_LETTERED, None)
 
-    record = store.get_webhook(job_id)
+    record = store.deliveries.get_webhook(job_id)
     assert record is not None and record.state is DeliveryState.DEAD_LETTERED
     assert record.dead_lettered_at is not None
-    attempts = store.webhook_attempts(job_id)
+    attempts = store.deliveries.webhook_attempts(job_id)
     assert [a.attempt for a in attempts] == [1, 2, 3]
     if isinstance(failure, int):
         assert {a.status_code for a in attempts} == {failure}
@@ -160,7 +160,7 @@ def test_other_4xx_are_final(store: JobStore, job_id: str, code: int) -> None:
     outcome = attempt(store, job_id, receiver)
     assert (outcome.state, outcome.retry_in_s) == (DeliveryState.FAILED, None)
     assert len(receiver.requests) == 1
-    (recorded,) = store.webhook_attempts(job_id)
+    (recorded,) = store.deliveries.webhook_attempts(job_id)
     assert (recorded.status_code, recorded.error) == (code, f"HTTP {code}")
 
 
@@ -176,7 +176,7 @@ def test_the_url_is_guarded_again_at_delivery(store: JobStore, job_id: str) -> N
     outcome = attempt(store, job_id, receiver, resolve=lambda host, port: ["10.0.0.7"])
     assert (outcome.state, outcome.retry_in_s) == (DeliveryState.FAILED, None)
     assert receiver.requests == []  # nothing was sent to the internal address
-    (recorded,) = store.webhook_attempts(job_id)
+    (recorded,) = store.deliveries.webhook_attempts(job_id)
     assert recorded.status_code is None
     assert recorded.error is not None and "non-public" in recorded.error
 
@@ -188,7 +188,7 @@ def test_a_dns_failure_is_retried(store: JobStore, job_id: str) -> None:
     receiver = Receiver(200)
     assert attempt(store, job_id, receiver, resolve=no_dns).state is DeliveryState.PENDING
     assert attempt(store, job_id, receiver).state is DeliveryState.DELIVERED
-    assert [a.status_code for a in store.webhook_attempts(job_id)] == [None, 200]
+    assert [a.status_code for a in store.deliveries.webhook_attempts(job_id)] == [None, 200]
 
 
 def test_a_stale_chain_sends_nothing(store: JobStore, job_id: str) -> None:

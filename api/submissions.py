@@ -1,0 +1,163 @@
+"""The upload's orchestration, one decision after parsing: the model, the webhook, the
+Idempotency-Key (claim, or replay of the job it made), the lane, storing and enqueueing,
+and the rollback that leaves nothing behind when a step fails. Routes parse and answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from prometheus_client import Counter
+
+from api.deps import Resources
+from docq import webhook_guard
+from docq.config import Settings
+from docq.errors import Conflict, IdempotencyKeyReused, NotFound, QueueUnavailable, ValidationError
+from docq.jobs import JobRecord
+from docq.queue import enqueue_shards
+from docq.schemas import JobCreate, JobCreated, WebhookCreated
+from docq.store import Document, IdempotencyClaim, WebhookTarget
+from docq.store.idempotency import fingerprint, key_digest
+
+log = logging.getLogger(__name__)
+
+JOBS_CREATED = Counter("docq_jobs_created_total", "Jobs accepted", ["model"])
+DOCUMENTS_ACCEPTED = Counter("docq_documents_accepted_total", "Documents accepted", ["model"])
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """The answer to an upload, and whether it replays an earlier one (200, not 202)."""
+
+    answer: JobCreated
+    replayed: bool
+
+
+def submit(deps: Resources, upload: JobCreate, idempotency_key: str | None) -> Submitted:
+    """Create the job an upload asks for (or find the one its Idempotency-Key made)."""
+    model = upload.model or deps.settings.default_model
+    if model is None:
+        raise ValidationError("no model given and no default model configured", {"field": "model"})
+    webhook = _webhook_target(upload, deps.settings)
+    deps.catalog.require(model)
+    documents = [Document(d.id, d.text) for d in upload.documents]
+    claim = None
+    if idempotency_key is not None:
+        digest = key_digest(idempotency_key)
+        claim = IdempotencyClaim(
+            job_id=deps.store.new_job_id(),
+            fingerprint=fingerprint(
+                model, ((d.id, d.text) for d in documents), webhook.url if webhook else None
+            ),
+            bound=False,
+        )
+        earlier = _claim(deps, digest, claim)
+        if earlier is not None:
+            return Submitted(_replay(deps, earlier), replayed=True)
+    job = _create(deps, model, documents, webhook, (digest, claim) if claim else None)
+    JOBS_CREATED.labels(model).inc()
+    DOCUMENTS_ACCEPTED.labels(model).inc(job.documents)
+    shown = None
+    if webhook is not None:
+        shown = WebhookCreated(
+            url=webhook.url, secret=webhook.secret if webhook.secret_generated else None
+        )
+    return Submitted(_created(job, shown), replayed=False)
+
+
+def _webhook_target(upload: JobCreate, settings: Settings) -> WebhookTarget | None:
+    """The job's webhook: its own (URL guarded, secret checked or generated), else the
+    tenant's default, else none."""
+    if upload.webhook is not None:
+        url = webhook_guard.guard(
+            upload.webhook.url, allow_private=settings.webhook_allow_private_networks
+        )
+        if upload.webhook.secret is None:
+            return WebhookTarget(url, webhook_guard.generate_secret(), secret_generated=True)
+        return WebhookTarget(url, webhook_guard.check_secret(upload.webhook.secret))
+    if settings.webhook_url is not None and settings.webhook_secret is not None:
+        # The operator's URL is trusted here; it meets the guard again at each delivery.
+        return WebhookTarget(settings.webhook_url, settings.webhook_secret)
+    return None
+
+
+def _create(
+    deps: Resources,
+    model: str,
+    documents: list[Document],
+    webhook: WebhookTarget | None,
+    idempotency: tuple[str, IdempotencyClaim] | None,
+) -> JobRecord:
+    """Store the job and enqueue its shards; on failure leave nothing behind (nor the key)."""
+    job_id = idempotency[1].job_id if idempotency else None
+    try:
+        small = len(documents) <= deps.settings.small_job_max_documents
+        job = deps.store.create_job(
+            model, documents, webhook=webhook, job_id=job_id, priority=small
+        )
+        try:
+            enqueue_shards(deps.celery, job.id, job.shards, priority=job.priority)
+        except QueueUnavailable as exc:  # leave nothing behind, tell the client
+            deps.store.delete_job(job.id, job.shards)
+            raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
+    except BaseException:
+        if idempotency is not None:
+            deps.store.idempotency.release(*idempotency)
+        raise
+    if idempotency is not None and not deps.store.idempotency.bind(*idempotency):
+        log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job.id)
+    return job
+
+
+def _claim(deps: Resources, digest: str, claim: IdempotencyClaim) -> IdempotencyClaim | None:
+    """Claim the key for this upload, or the earlier claim when it is the same request.
+
+    Raises IdempotencyKeyReused when the key came with a different request, Conflict while
+    the first request with it is still being stored.
+    """
+    for _ in range(3):
+        earlier = deps.store.idempotency.claim(digest, claim)
+        if earlier is None:
+            return None
+        if earlier.fingerprint != claim.fingerprint:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used with a different request",
+                {"job_id": earlier.job_id},
+            )
+        if not earlier.bound:
+            raise Conflict(
+                "the first request with this Idempotency-Key is still being processed; "
+                "retry it shortly",
+                {"job_id": earlier.job_id},
+            )
+        try:
+            deps.store.get_job(earlier.job_id)
+            return earlier
+        except NotFound:  # the job expired and its key is going with it: start afresh
+            deps.store.idempotency.release(digest, earlier)
+    raise Conflict("this Idempotency-Key is contended; retry it shortly")
+
+
+def _replay(deps: Resources, earlier: IdempotencyClaim) -> JobCreated:
+    """The answer of the upload that created the job (its current status). A generated
+    secret is shown again: a replay is how a client that lost the first answer gets it."""
+    job = deps.store.get_job(earlier.job_id)
+    record = deps.store.deliveries.get_webhook(job.id)
+    shown = None
+    if record is not None:
+        shown = WebhookCreated(
+            url=record.url, secret=record.secret if record.secret_generated else None
+        )
+    return _created(job, shown)
+
+
+def _created(job: JobRecord, webhook: WebhookCreated | None) -> JobCreated:
+    return JobCreated(
+        id=job.id,
+        status=job.status,
+        model=job.model,
+        documents=job.documents,
+        created_at=job.created_at,
+        webhook=webhook,
+    )

@@ -1,0 +1,81 @@
+"""Idempotency-Keys on Redis: a key is claimed (SET NX) for an upload about to create its
+job, bound to the job once it exists (then it expires with the job), or released when the
+upload failed. Keys are stored as digests. Every Redis failure raises StoreUnavailable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import redis
+
+from docq import keys
+from docq.store import connection
+
+# How long an Idempotency-Key is held for an upload still being stored; once the job
+# exists the key expires with it. A crashed upload frees its key after this long.
+IDEMPOTENCY_LEASE_S = 300
+
+
+def key_digest(idempotency_key: str) -> str:
+    return hashlib.sha256(idempotency_key.encode()).hexdigest()
+
+
+def fingerprint(model: str, documents: Iterable[tuple[str, str]], webhook_url: str | None) -> str:
+    """A digest of what makes two uploads the same request, whatever their body format:
+    the model, the documents (ids and texts, in order) and the webhook URL."""
+    h = hashlib.sha256()
+    h.update(json.dumps([model, webhook_url]).encode())
+    for doc_id, text in documents:
+        h.update(json.dumps([doc_id, text], ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyClaim:
+    """What an Idempotency-Key holds: the job it created and the request's fingerprint."""
+
+    job_id: str
+    fingerprint: str
+    bound: bool  # False while the first request is still storing its job
+
+    def encode(self) -> str:
+        return json.dumps({"job": self.job_id, "fp": self.fingerprint, "bound": self.bound})
+
+    @classmethod
+    def decode(cls, raw: str | bytes) -> IdempotencyClaim:
+        d = json.loads(raw)
+        return cls(d["job"], d["fp"], bool(d["bound"]))
+
+
+class IdempotencyKeys:
+    """Claims of Idempotency-Keys; shares the job store's client."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.r = client
+        self._bind = connection.script(client, "bind_idempotency_key")
+        self._release = connection.script(client, "release_idempotency_key")
+
+    def claim(self, digest: str, claim: IdempotencyClaim) -> IdempotencyClaim | None:
+        """Claim an Idempotency-Key for a job about to be created (SET NX, so two racing
+        uploads cannot both win); returns the earlier claim instead when there is one."""
+        key = keys.idempotency(digest)
+        while True:
+            if self.r.set(key, claim.encode(), nx=True, ex=IDEMPOTENCY_LEASE_S):
+                return None
+            raw = self.r.get(key)
+            if raw is not None:  # else it expired between SET and GET: claim again
+                return IdempotencyClaim.decode(raw)
+
+    def bind(self, digest: str, claim: IdempotencyClaim) -> bool:
+        """From now on the key expires with its job."""
+        key, job = keys.idempotency(digest), keys.job(claim.job_id)
+        return bool(self._bind(keys=[key, job], args=[claim.encode()]))
+
+    def release(self, digest: str, claim: IdempotencyClaim) -> None:
+        """Free a key whose upload failed, unless someone else holds it by now."""
+        self._release(keys=[keys.idempotency(digest)], args=[claim.encode()])

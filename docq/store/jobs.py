@@ -1,0 +1,260 @@
+"""Jobs, their document shards, results and progress, on Redis.
+
+Writes that must not be torn (finishing a shard, starting or cancelling a job) are Lua
+scripts (lua/), so progress counters stay exact when a shard runs twice after a
+redelivery: results are keyed by document index (a re-run overwrites), and the counters are
+derived from a per-shard ledger rather than incremented blindly.
+
+The write that makes a job final (the last shard, or a cancel) also opens the job's one
+webhook event and tells its caller that it was the one, so exactly one caller dispatches
+the delivery (deliveries.py). Every key of a job expires with its record (retention).
+Every Redis failure raises StoreUnavailable (connection.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from docq import keys
+from docq.errors import NotFound, StoreUnavailable
+from docq.jobs import DeliveryState, JobRecord, JobStatus
+from docq.store import connection
+from docq.store.codec import Document, decode, pack_shard, unpack_shard
+from docq.store.deliveries import Deliveries, WebhookTarget
+from docq.store.idempotency import IdempotencyKeys
+
+
+@dataclass(frozen=True, slots=True)
+class ShardDocument:
+    """A document inside a shard, with its position in the upload."""
+
+    index: int
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A job's status after a write, and whether this very call made the job final."""
+
+    status: JobStatus | None  # None when the job no longer exists
+    performed: bool
+
+
+def _transition(reply: list[bytes]) -> Transition:
+    status, performed = reply
+    return Transition(JobStatus(status.decode()) if status else None, int(performed) == 1)
+
+
+class JobStore:
+    """Reads and writes jobs; one instance per process (it holds a connection pool).
+
+    `deliveries` (webhook delivery state) and `idempotency` (Idempotency-Keys) share its
+    client."""
+
+    def __init__(self, client: redis.Redis, *, shard_size: int, ttl_s: int) -> None:
+        self.r = client
+        self.shard_size = shard_size
+        self.ttl_s = ttl_s
+        self.deliveries = Deliveries(client)
+        self.idempotency = IdempotencyKeys(client)
+        self._complete = connection.script(client, "complete_shard")
+        self._running = connection.script(client, "mark_running")
+        self._cancel = connection.script(client, "cancel")
+
+    @classmethod
+    def from_url(cls, url: str, *, shard_size: int, ttl_s: int) -> JobStore:
+        return cls(connection.connect(url), shard_size=shard_size, ttl_s=ttl_s)
+
+    # --- creating -----------------------------------------------------------------
+    @staticmethod
+    def new_job_id() -> str:
+        return uuid.uuid4().hex
+
+    def create_job(
+        self,
+        model: str,
+        documents: Sequence[Document],
+        *,
+        webhook: WebhookTarget | None = None,
+        job_id: str | None = None,
+        priority: bool = False,
+    ) -> JobRecord:
+        """Store the documents in compressed shards, the job record and its webhook, in one
+        transaction; every key expires after the retention time."""
+        job_id = job_id or self.new_job_id()
+        n_shards = math.ceil(len(documents) / self.shard_size)
+        now = time.time()
+        record: dict[Any, Any] = {
+            "id": job_id,
+            "model": model,
+            "status": JobStatus.QUEUED.value,
+            "documents": len(documents),
+            "shards": n_shards,
+            "shard_size": self.shard_size,
+            "documents_done": 0,
+            "documents_failed": 0,
+            "created_at": repr(now),
+            "lane": "priority" if priority else "bulk",
+        }
+        with self.r.pipeline(transaction=True) as p:
+            for n in range(n_shards):
+                chunk = documents[n * self.shard_size : (n + 1) * self.shard_size]
+                p.set(keys.shard(job_id, n), pack_shard(chunk), ex=self.ttl_s)
+            p.hset(keys.job(job_id), mapping=record)
+            p.expire(keys.job(job_id), self.ttl_s)
+            if webhook is not None:
+                p.hset(
+                    keys.webhook(job_id),
+                    mapping={
+                        "url": webhook.url,
+                        "secret": webhook.secret,
+                        "state": DeliveryState.WAITING.value,
+                        # one event per job, so the job id makes a stable webhook id
+                        "webhook_id": f"msg_{job_id}",
+                        "secret_generated": int(webhook.secret_generated),
+                    },
+                )
+                p.expire(keys.webhook(job_id), self.ttl_s)
+            p.execute()
+        return self.get_job(job_id)
+
+    def delete_job(self, job_id: str, shards: int) -> None:
+        """Remove a job that could not be enqueued, so that a failed upload leaves nothing."""
+        self.r.delete(
+            keys.job(job_id),
+            keys.results(job_id),
+            keys.shards_done(job_id),
+            keys.webhook(job_id),
+            keys.webhook_attempts(job_id),
+            *(keys.shard(job_id, n) for n in range(shards)),
+        )
+
+    # --- reading ------------------------------------------------------------------
+    def get_job(self, job_id: str) -> JobRecord:
+        h = self.r.hgetall(keys.job(job_id))
+        if not h:
+            raise NotFound(f"job {job_id!r} not found", {"job_id": job_id})
+        return JobRecord.from_redis(decode(h))
+
+    def load_shard(self, job: JobRecord, n: int) -> list[ShardDocument]:
+        """Shard n's documents, with their positions in the upload."""
+        raw = self.r.get(keys.shard(job.id, n))
+        if raw is None:
+            raise NotFound(f"shard {n} of job {job.id!r} not found (expired?)")
+        assert isinstance(raw, bytes)  # the client does not decode responses
+        pairs = unpack_shard(raw)
+        base = n * job.shard_size
+        return [ShardDocument(base + i, doc_id, text) for i, (doc_id, text) in enumerate(pairs)]
+
+    def results_page(
+        self, job: JobRecord, cursor: int, limit: int
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """Results from document `cursor` on, in upload order, and the next cursor.
+
+        While the job runs the page stops at the first document without a result (the next
+        cursor points there, so a client can poll from where it stopped); once the job is
+        final, documents of skipped shards (cancelled jobs) are left out. The next cursor
+        is None once every document has been passed.
+        """
+        end = min(cursor + limit, job.documents)
+        if cursor >= end:
+            return [], None
+        values = self.r.hmget(keys.results(job.id), [str(i) for i in range(cursor, end)])
+        data: list[dict[str, Any]] = []
+        next_cursor: int | None = end
+        for i, raw in zip(range(cursor, end), values, strict=True):
+            if raw is None:
+                if not job.status.final:
+                    next_cursor = i
+                    break
+                continue
+            data.append(json.loads(raw))
+        if next_cursor is not None and next_cursor >= job.documents:
+            next_cursor = None
+        return data, next_cursor
+
+    def iter_results(self, job: JobRecord, page: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every available result in upload order."""
+        cursor: int | None = 0
+        while cursor is not None:
+            data, nxt = self.results_page(job, cursor, page)
+            yield from data
+            if nxt == cursor:  # the job is still running and the next result is not there
+                return
+            cursor = nxt
+
+    # --- the worker's writes ------------------------------------------------------
+    def mark_running(self, job_id: str) -> JobStatus | None:
+        status = self._running(keys=[keys.job(job_id)], args=[repr(time.time())])
+        return JobStatus(status.decode()) if status else None
+
+    def finish_shard(
+        self,
+        job_id: str,
+        n: int,
+        results: Sequence[tuple[int, dict[str, Any]]],
+        *,
+        drop_documents: bool = False,
+    ) -> Transition:
+        """Write a shard's results and progress atomically (and, with `drop_documents`, delete
+        its documents); says whether this call made the job final.
+
+        Safe to call twice for the same shard: results overwrite, counters do not double,
+        and only one call ever reports the final transition.
+        """
+        failed = sum(1 for _, r in results if "error" in r)
+        args: list[Any] = [n, failed, repr(time.time()), int(drop_documents)]
+        for index, result in results:
+            args += [index, json.dumps(result, ensure_ascii=False)]
+        reply = self._complete(
+            keys=[
+                keys.job(job_id),
+                keys.results(job_id),
+                keys.shards_done(job_id),
+                keys.webhook(job_id),
+                keys.shard(job_id, n),
+            ],
+            args=args,
+        )
+        return _transition(reply)
+
+    def complete_shard(
+        self, job_id: str, n: int, results: Sequence[tuple[int, dict[str, Any]]]
+    ) -> JobStatus | None:
+        """`finish_shard`, keeping the documents; returns only the job's status after it."""
+        return self.finish_shard(job_id, n, results).status
+
+    def shard_completed(self, job_id: str, n: int) -> bool:
+        """Whether shard n has results (so a redelivery of it has nothing left to do)."""
+        return bool(self.r.hexists(keys.shards_done(job_id), str(n)))
+
+    def request_cancel(self, job_id: str) -> Transition:
+        """Cancel a job that is not final; says whether this call cancelled it."""
+        reply = self._cancel(
+            keys=[keys.job(job_id), keys.webhook(job_id)], args=[repr(time.time())]
+        )
+        transition = _transition(reply)
+        if transition.status is None:
+            raise NotFound(f"job {job_id!r} not found", {"job_id": job_id})
+        return transition
+
+    def cancel(self, job_id: str) -> JobStatus:
+        """`request_cancel`, returning only the status after it."""
+        status = self.request_cancel(job_id).status
+        assert status is not None
+        return status
+
+    def ping(self) -> bool:
+        try:
+            return bool(self.r.ping())
+        except StoreUnavailable:
+            return False

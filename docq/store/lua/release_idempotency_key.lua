@@ -1,0 +1,3 @@
+-- KEYS: idempotency key. ARGV: value. Deletes the key only if it still holds `value`.
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0

@@ -1,0 +1,158 @@
+"""Webhook URLs and secrets docq will use: the secret format and the SSRF guard.
+
+A leaf of the core (it imports only the error tree), so that settings can check the
+default webhook without pulling in the store, Celery or the delivery code.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import secrets
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from docq.errors import WebhookRefused
+
+SECRET_PREFIX = "whsec_"
+SCHEMES = ("http", "https")
+MAX_URL_CHARS = 2048
+
+# (host, port) -> addresses, in the order to try them. A parameter so tests can resolve
+# names without DNS.
+Resolver = Callable[[str, int], list[str]]
+
+
+# --- secrets ----------------------------------------------------------------------
+
+
+def generate_secret() -> str:
+    """A fresh `whsec_` secret: 32 random bytes, base64 (the Standard Webhooks form)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def check_secret(secret: str) -> str:
+    """The secret if it is a `whsec_` base64 secret of 24 to 64 bytes, else WebhookRefused."""
+    body = secret.removeprefix(SECRET_PREFIX)
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if not secret.startswith(SECRET_PREFIX) or not 24 <= len(raw) <= 64:
+        raise WebhookRefused(
+            "webhook secret must be 'whsec_' followed by 24 to 64 bytes in base64 "
+            "(leave it out and docq generates one)",
+            {"field": "webhook.secret"},
+        )
+    return secret
+
+
+# --- the SSRF guard -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A checked webhook URL."""
+
+    url: httpx.URL
+    host: str
+    port: int
+
+
+def check_url(url: str) -> Target:
+    """Syntax and scheme of a webhook URL (no DNS yet); WebhookRefused if unusable."""
+    if len(url) > MAX_URL_CHARS:
+        raise WebhookRefused(
+            f"webhook URL longer than {MAX_URL_CHARS} characters", {"field": "webhook.url"}
+        )
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise WebhookRefused(f"invalid webhook URL: {exc}", {"field": "webhook.url"}) from None
+    if parsed.scheme not in SCHEMES:
+        raise WebhookRefused(
+            f"webhook URL scheme must be http or https, not {parsed.scheme!r}",
+            {"field": "webhook.url"},
+        )
+    if not parsed.host:
+        raise WebhookRefused("webhook URL has no host", {"field": "webhook.url"})
+    if parsed.userinfo:
+        raise WebhookRefused(
+            "webhook URL must not carry credentials; the signature authenticates docq",
+            {"field": "webhook.url"},
+        )
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    return Target(parsed, parsed.host, port)
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses `host` resolves to (socket.gaierror when it does not resolve)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def is_public(address: str) -> bool:
+    """Whether an address is on the public internet: not loopback, private, link-local,
+    multicast, reserved, unspecified or shared (and the same for IPv4-mapped IPv6)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not (
+        ip.is_multicast
+        or ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+
+
+def check_addresses(target: Target, addresses: Sequence[str], *, allow_private: bool) -> str:
+    """The address to connect to; WebhookRefused if any address of the host is not public
+    (a name with one private address could be steered to it) unless private is allowed."""
+    if not addresses:
+        raise WebhookRefused(
+            f"webhook host {target.host!r} does not resolve", {"field": "webhook.url"}
+        )
+    if not allow_private:
+        private = [a for a in addresses if not is_public(a)]
+        if private:
+            raise WebhookRefused(
+                f"webhook host {target.host!r} resolves to a non-public address "
+                f"({private[0]}); refused to protect internal services",
+                {"field": "webhook.url", "address": private[0]},
+            )
+    return addresses[0]
+
+
+def guard(url: str, *, allow_private: bool, resolve: Resolver = system_resolver) -> str:
+    """Check a webhook URL when a job is created: scheme, host, and every resolved address;
+    returns the URL. Raises WebhookRefused (a 4xx: no job is created)."""
+    target = check_url(url)
+    try:
+        addresses = resolve(target.host, target.port)
+    except (OSError, UnicodeError) as exc:
+        raise WebhookRefused(
+            f"webhook host {target.host!r} does not resolve: {exc}", {"field": "webhook.url"}
+        ) from None
+    check_addresses(target, addresses, allow_private=allow_private)
+    return url
+
+
+def pinned_request(
+    target: Target, address: str
+) -> tuple[httpx.URL, dict[str, str], dict[str, Any]]:
+    """URL, headers and extensions that connect to the checked `address` itself, so that
+    DNS cannot answer differently between the check and the connection (rebinding), while
+    Host and TLS (SNI, certificate name) still use the URL's host."""
+    url = target.url.copy_with(host=address)
+    host_header = target.url.netloc.decode("ascii")
+    extensions: dict[str, Any] = {}
+    if target.url.scheme == "https":
+        extensions["sni_hostname"] = target.host
+    return url, {"host": host_header}, extensions
