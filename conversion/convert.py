@@ -16,12 +16,6 @@ conversion/pbtxt.py; for TensorRT its max_batch_size is the engine profile's max
 
 from __future__ import annotations
 
-import os
-
-from serving import runtimes
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # checkpoints are local; no hub is reachable
-
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +27,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from conversion import export, package, pbtxt, tensorrt
 from conversion.checkpoint import load_checkpoint
 from docq.text.aggregation import Aggregation
+from serving import runtimes
 
 # Precisions each runtime can be converted to; the first is the default.
 PRECISIONS: dict[str, tuple[str, ...]] = {

