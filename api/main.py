@@ -7,13 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import uvicorn
-from fastapi import FastAPI
-from prometheus_client import make_asgi_app
+from fastapi import Depends, FastAPI
 
-from api import errors
+from api import auth, errors, metrics
 from api.deps import Resources
 from api.routes import health, jobs, models, webhooks
-from docq import __version__
+from docq import __version__, logs
 from docq.catalog import ModelCatalog
 from docq.config import Settings, get_settings
 from docq.queue import make_celery
@@ -29,10 +28,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         resources = Resources(
             settings=s,
             store=JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s),
-            catalog=ModelCatalog(s.triton_grpc_url, s.model_repository),
+            catalog=ModelCatalog(s.triton_endpoints, s.model_repository),
             celery=make_celery(s),
         )
         app.state.resources = resources
+        app.state.scrape_registry = metrics.scrape_registry(s.celery_broker_url, resources.catalog)
         # Everything imported and built so far lives as long as the process: move it out of
         # the garbage collector's reach. A full collection otherwise walks ~100k start-up
         # objects (~40 ms on a busy 2-core box), and the allocations of one 1,000-document
@@ -46,11 +46,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="docq", version=__version__, lifespan=lifespan)
     errors.install(app)
-    app.include_router(jobs.router)
-    app.include_router(webhooks.router)
-    app.include_router(models.router)
+    # Every /v1 route needs an API key; /healthz, /readyz and /metrics stay open.
+    authenticated = [Depends(auth.tenant)]
+    app.include_router(jobs.router, dependencies=authenticated)
+    app.include_router(webhooks.router, dependencies=authenticated)
+    app.include_router(models.router, dependencies=authenticated)
     app.include_router(health.router)
-    app.mount("/metrics", make_asgi_app())
+    app.include_router(metrics.router)
     return app
 
 
@@ -59,7 +61,13 @@ app = create_app()
 
 def main() -> None:
     s = get_settings()
-    uvicorn.run("api.main:app", host=s.api_host, port=s.api_port, log_level="info")
+    uvicorn.run(
+        "api.main:app",
+        host=s.api_host,
+        port=s.api_port,
+        log_level="info",
+        log_config=logs.uvicorn_config(s.log_format) or uvicorn.config.LOGGING_CONFIG,
+    )
 
 
 if __name__ == "__main__":

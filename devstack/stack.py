@@ -21,6 +21,9 @@ SHARD_THREADS = 4
 # On one shared box the API answers first, then the workers, then batch inference (nice).
 WORKER_NICE = 5
 TRITON_NICE = 10
+# Where the webhooks worker's prefork children write their metrics; emptied at its start.
+# The same path in deploy/ (/tmp is a writable emptyDir in the pods).
+WEBHOOKS_METRICS_DIR = "/tmp/docq-webhooks-metrics"
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,10 @@ def local_stack() -> dict[str, Process]:
             {"DOCQ_WORKER_METRICS_PORT": "9102"},
             WORKER_NICE,
         ),
-        "webhooks": Process(worker("webhooks", "webhooks", concurrency=4, pool="prefork")),
+        "webhooks": Process(
+            worker("webhooks", "webhooks", concurrency=4, pool="prefork"),
+            # prefork children count in prometheus-client's multiprocess mode (workers/metrics.py)
+            {"DOCQ_WORKER_METRICS_PORT": "9103", "PROMETHEUS_MULTIPROC_DIR": WEBHOOKS_METRICS_DIR},
+        ),
         "flower": Process(flower(5555)),
     }

@@ -34,7 +34,23 @@ class Settings(BaseSettings):
         "queue traffic from job-store traffic.",
     )
     triton_grpc_url: str = Field(
-        "127.0.0.1:8001", description="Triton gRPC endpoint the workers and the API call."
+        "127.0.0.1:8001",
+        description="Triton gRPC endpoint the workers and the API call, when "
+        "triton_grpc_urls names none.",
+    )
+    triton_grpc_urls: str = Field(
+        "",
+        description="Comma-separated Triton gRPC endpoints (several servers share the load: "
+        "each batch goes to the one with the fewest requests in flight, and a server that "
+        "stops answering is left until its health check passes again). Empty: "
+        "triton_grpc_url alone. More servers cost more GPUs; one alone stops every job "
+        "when it dies.",
+    )
+    triton_health_interval_s: float = Field(
+        2.0,
+        description="How often a worker checks the readiness of each Triton endpoint. "
+        "Shorter takes a restarted server back sooner, at the cost of one small gRPC call "
+        "per endpoint and interval.",
     )
     triton_http_port: int = Field(8000, description="Port of the local tritonserver's HTTP API.")
     triton_grpc_port: int = Field(8001, description="Port of the local tritonserver's gRPC API.")
@@ -98,6 +114,12 @@ class Settings(BaseSettings):
         "batches, padding, shard times). Each worker process needs its own; 0 serves none.",
     )
     worker_metrics_host: str = Field("127.0.0.1", description="Worker metrics bind address.")
+    log_format: str = Field(
+        "plain",
+        description="`plain` lines for a terminal, or `json`: one object per line with the "
+        "job id (and shard) on every line about a job, for a log pipeline to index; "
+        "harder to read by eye.",
+    )
     triton_timeout_s: float = Field(
         120.0, description="Per-request gRPC deadline; a timeout is retried, not failed."
     )
@@ -216,6 +238,10 @@ class Settings(BaseSettings):
             raise ValueError("shard_size must be >= 1")
         if self.triton_max_in_flight < 1:
             raise ValueError("triton_max_in_flight must be >= 1")
+        if self.triton_health_interval_s <= 0:
+            raise ValueError("triton_health_interval_s must be > 0")
+        if self.log_format not in ("plain", "json"):
+            raise ValueError("log_format must be plain or json")
         if self.batch_max_wait_ms < 0 or self.batch_max_queued_windows < 1:
             raise ValueError("batch_max_wait_ms must be >= 0, batch_max_queued_windows >= 1")
         if self.default_model == "":
@@ -246,6 +272,14 @@ class Settings(BaseSettings):
             raise ValueError("webhook_backoff_max_s must stay below visibility_timeout_s")
         if self.job_ttl_s < 1:
             raise ValueError("job_ttl_s must be >= 1")
+        if self.shard_lease_s <= 0 or self.sweep_interval_s <= 0 or self.task_retry_budget_s < 0:
+            raise ValueError("shard_lease_s and sweep_interval_s must be > 0, "
+                             "task_retry_budget_s >= 0")
+
+    @property
+    def triton_endpoints(self) -> tuple[str, ...]:
+        """The Triton gRPC endpoints, in the order given (at least one)."""
+        return _names(self.triton_grpc_urls) or (self.triton_grpc_url,)
 
     @property
     def celery_broker_url(self) -> str:

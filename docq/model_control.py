@@ -78,20 +78,23 @@ class ModelStatus:
     reason: str | None = None
 
 
+# Which state wins when one model has several: a version (or a server) serving it is best.
+_RANK = {
+    ModelState.READY: 5,
+    ModelState.LOADING: 4,
+    ModelState.UNLOADING: 3,
+    ModelState.FAILED: 2,
+    ModelState.UNLOADED: 1,
+    ModelState.AVAILABLE: 0,
+}
+
+
 def statuses(entries: Iterable[Mapping[str, Any]]) -> dict[str, ModelStatus]:
     """Fold Triton's repository index (one entry per model version) into one status per model.
 
     While a new version loads, the old one stays READY: the model counts as ready, serving
     the newest ready version.
     """
-    rank = {
-        ModelState.READY: 5,
-        ModelState.LOADING: 4,
-        ModelState.UNLOADING: 3,
-        ModelState.FAILED: 2,
-        ModelState.UNLOADED: 1,
-        ModelState.AVAILABLE: 0,
-    }
     out: dict[str, ModelStatus] = {}
     for entry in entries:
         name = str(entry["name"])
@@ -103,11 +106,27 @@ def statuses(entries: Iterable[Mapping[str, Any]]) -> dict[str, ModelStatus]:
         best = out.get(name)
         if (
             best is None
-            or rank[state] > rank[best.state]
+            or _RANK[state] > _RANK[best.state]
             or (state is best.state and _newer(status.version, best.version))
         ):
             out[name] = status
     return out
+
+
+def merge_statuses(per_server: Iterable[Mapping[str, ModelStatus]]) -> dict[str, ModelStatus]:
+    """One status per model over several servers: the best state any of them is in (a model
+    ready on one server is served), and among equal states the newest version."""
+    out: dict[str, ModelStatus] = {}
+    for found in per_server:
+        for name, status in found.items():
+            best = out.get(name)
+            if (
+                best is None
+                or _RANK[status.state] > _RANK[best.state]
+                or (status.state is best.state and _newer(status.version, best.version))
+            ):
+                out[name] = status
+    return dict(sorted(out.items()))
 
 
 def _state(triton_state: str, reason: str) -> tuple[ModelState, str | None]:
@@ -191,19 +210,30 @@ def choose_unloads(
 
 
 class ModelControl:
-    """Loads and unloads models of one Triton server; one per process (it uses a gRPC client)."""
+    """Loads and unloads models of one Triton server; one per process and server (it uses a
+    gRPC client). With several servers, each is controlled on its own (docq/catalog.py)."""
 
     def __init__(
-        self, client: grpcclient.InferenceServerClient, repository: Path, policy: Policy
+        self,
+        client: grpcclient.InferenceServerClient,
+        repository: Path,
+        policy: Policy,
+        *,
+        probe_timeout_s: float = 10.0,
     ) -> None:
         self.client = client
         self.repository = repository
         self.policy = policy
+        # Deadline of the quick questions (ready? index, statistics): a server that hangs
+        # must not hold a shard forever. Loads have none: a job waits for its model.
+        self.probe_timeout_s = probe_timeout_s
 
     def statuses(self) -> dict[str, ModelStatus]:
         """Every model of the repository and its state, read from Triton now."""
         try:
-            index = self.client.get_model_repository_index(as_json=True).get("models", [])
+            index = self.client.get_model_repository_index(
+                as_json=True, client_timeout=self.probe_timeout_s
+            ).get("models", [])
         except InferenceServerException as exc:
             raise InferenceUnavailable("inference server unavailable", str(exc)) from exc
         return statuses(index)
@@ -217,7 +247,7 @@ class ModelControl:
         load fails.
         """
         try:
-            if self.client.is_model_ready(name):
+            if self.client.is_model_ready(name, client_timeout=self.probe_timeout_s):
                 return False
         except InferenceServerException as exc:
             raise InferenceUnavailable("inference server unavailable", str(exc)) from exc
@@ -274,7 +304,9 @@ class ModelControl:
     def last_used_ms(self) -> dict[str, int]:
         """Each loaded model's last inference (Triton's clock, ms since the epoch; 0: never)."""
         try:
-            stats = self.client.get_inference_statistics(as_json=True).get("model_stats", [])
+            stats = self.client.get_inference_statistics(
+                as_json=True, client_timeout=self.probe_timeout_s
+            ).get("model_stats", [])
         except InferenceServerException as exc:
             raise InferenceUnavailable("inference server unavailable", str(exc)) from exc
         out: dict[str, int] = {}

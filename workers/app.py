@@ -9,16 +9,28 @@ fork (prefork pools): a gRPC channel does not survive fork().
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init
-from prometheus_client import start_http_server
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+)
 
+from docq import logs
 from docq.catalog import ModelCatalog
 from docq.config import get_settings
 from docq.queue import configure
 from docq.store import JobStore
+from workers import metrics
 from workers.batcher import Batcher
 from workers.inference import TritonInference
 from workers.shard import WorkerContext
@@ -57,13 +69,14 @@ def context() -> WorkerContext:
         if _ctx is None:
             s = get_settings()
             triton = TritonInference(
-                s.triton_grpc_url,
+                s.triton_endpoints,
                 max_in_flight=s.triton_max_in_flight,
                 timeout_s=s.triton_timeout_s,
+                health_interval_s=s.triton_health_interval_s,
             )
             _ctx = WorkerContext(
                 store=job_store,
-                catalog=ModelCatalog(s.triton_grpc_url, s.model_repository),
+                catalog=ModelCatalog(s.triton_endpoints, s.model_repository),
                 batcher=Batcher(
                     triton.submit,
                     max_wait_s=s.batch_max_wait_ms / 1000,
@@ -84,6 +97,31 @@ def _after_fork(**_: object) -> None:
 def _serve_metrics(**_: object) -> None:
     """The worker's metrics endpoint (workers/metrics.py), started in its main process."""
     s = get_settings()
+    metrics.prepare()
     if s.worker_metrics_port:
-        start_http_server(s.worker_metrics_port, addr=s.worker_metrics_host)
-        log.info("worker metrics on %s:%d", s.worker_metrics_host, s.worker_metrics_port)
+        metrics.serve(s.worker_metrics_port, s.worker_metrics_host)
+
+
+@worker_process_shutdown.connect
+def _child_gone(pid: int | None = None, **_: object) -> None:
+    metrics.child_exited(pid or os.getpid())
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _log_format(logger: logging.Logger, **_: object) -> None:
+    """Celery's handlers, in the format DOCQ_LOG_FORMAT asks for (docq/logs.py)."""
+    logs.install(logger, get_settings().log_format)
+
+
+@task_prerun.connect
+def _job_in_logs(task: object = None, args: Sequence[Any] | None = None, **_: object) -> None:
+    """Every line a task logs names its job (and shard): tasks take (job_id, n or token)."""
+    if args:
+        shard = args[1] if len(args) > 1 and isinstance(args[1], int) else None
+        logs.bind(job_id=str(args[0]), shard=shard)
+
+
+@task_postrun.connect
+def _job_out_of_logs(**_: object) -> None:
+    logs.unbind()

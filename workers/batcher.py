@@ -192,6 +192,7 @@ class Batcher:
         model = queue.spec.name
         metrics.BATCHES.labels(model).inc()
         metrics.WINDOWS.labels(model).inc(len(rows))
+        metrics.BATCH_WINDOWS.labels(model).observe(len(rows))
         metrics.TOKENS.labels(model, "real").inc(batch.real_tokens)
         metrics.TOKENS.labels(model, "computed").inc(batch.computed_tokens)
         try:

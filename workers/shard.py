@@ -13,8 +13,8 @@ from docq.errors import NotFound
 from docq.jobs import JobStatus
 from docq.store import JobStore
 from docq.text.tokenizing import load_tokenizer
+from workers import metrics
 from workers.batcher import Batcher
-from workers.metrics import SHARD_SECONDS
 from workers.pipeline import classify
 
 log = logging.getLogger(__name__)
@@ -88,9 +88,11 @@ def run_shard(
         for d, p in zip(documents, preds, strict=True)
     ]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
-    SHARD_SECONDS.labels(job.model).observe(time.monotonic() - started)
+    metrics.SHARD_SECONDS.labels(job.model).observe(time.monotonic() - started)
+    metrics.DOCUMENTS.labels(job.model, "classified").inc(len(results))
     log.info("job %s shard %d: %d documents -> %s", job_id, n, len(results), done.status)
     if done.performed:
+        metrics.job_final(job, done.status)
         on_final(job_id)
     return done.status
 
@@ -118,6 +120,8 @@ def fail_shard(
         return None
     results = [(d.index, {"id": d.id, "error": error}) for d in documents]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
+    metrics.DOCUMENTS.labels(job.model, "failed").inc(len(results))
     if done.performed:
+        metrics.job_final(job, done.status)
         on_final(job_id)
     return done.status

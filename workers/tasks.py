@@ -12,6 +12,7 @@ from docq import webhooks
 from docq.config import get_settings
 from docq.errors import DocqError, RetryableError, StoreUnavailable
 from docq.queue import DELIVER_WEBHOOK, PROCESS_SHARD
+from workers import metrics
 from workers.app import app, context, store
 from workers.shard import fail_shard, run_shard
 from workers.webhooks import DeliveryPolicy, deliver
@@ -76,5 +77,7 @@ def deliver_webhook(self: Task, job_id: str, token: str) -> None:
     except StoreUnavailable as exc:  # the job store may heal; try again
         log.warning("job %s: webhook delivery could not reach the job store: %s", job_id, exc)
         raise self.retry(countdown=policy.backoff_s) from exc
+    if outcome.state is not None:  # an attempt was made
+        metrics.WEBHOOK_ATTEMPTS.labels(outcome.state.value).inc()
     if outcome.retry_in_s is not None:
         raise self.retry(countdown=outcome.retry_in_s)

@@ -1,0 +1,103 @@
+"""`GET /metrics`: the API process's Prometheus metrics, and what it reads at scrape time.
+
+The API counts what it does itself (jobs created and documents accepted by model,
+api/submissions.py; model loads, docq.model_control). Queue depth and each Triton
+endpoint's readiness are read when Prometheus scrapes, so they are right whichever
+process enqueued or consumed: the length of each Celery queue (its Redis list, priority
+sub-lists included), the messages taken by a worker but not yet acknowledged, and
+is_server_ready() of every endpoint. Workers serve their own metrics (workers/metrics.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+import redis
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from kombu.transport.redis import Channel
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from docq.catalog import ModelCatalog
+from docq.metrics import registry
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, WEBHOOKS_QUEUE
+
+log = logging.getLogger(__name__)
+
+QUEUES = (CPU_QUEUE, PRIORITY_QUEUE, WEBHOOKS_QUEUE)
+# kombu's Redis transport keeps a queue's messages of priority p > 0 in `queue + sep + p`
+_PRIORITY_LISTS = [f"{Channel.sep}{p}" for p in Channel.priority_steps if p]
+
+router = APIRouter(include_in_schema=False)
+
+
+class QueueCollector(Collector):
+    """Celery's queues in the broker, read at each scrape (one pipeline round trip)."""
+
+    def __init__(self, client: redis.Redis, queues: Sequence[str] = QUEUES) -> None:
+        self.client = client
+        self.queues = tuple(queues)
+
+    def collect(self) -> Iterable[Metric]:
+        depth = GaugeMetricFamily(
+            "docq_queue_messages",
+            "Messages waiting in a Celery queue (shards, webhook deliveries), read from the "
+            "broker at scrape time.",
+            labels=["queue"],
+        )
+        unacked = GaugeMetricFamily(
+            "docq_queue_unacked_messages",
+            "Messages a worker has taken and not yet acknowledged (running or prefetched).",
+            labels=[],
+        )
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for queue in self.queues:
+                for suffix in ("", *_PRIORITY_LISTS):
+                    pipe.llen(queue + suffix)
+            pipe.hlen(Channel.unacked_key)
+            counts = pipe.execute()
+        except redis.RedisError as exc:  # no numbers rather than wrong ones; /readyz says why
+            log.warning("queue depth unavailable: %s", exc)
+            return
+        per_queue = len(_PRIORITY_LISTS) + 1
+        for i, queue in enumerate(self.queues):
+            depth.add_metric([queue], sum(counts[i * per_queue : (i + 1) * per_queue]))
+        unacked.add_metric([], counts[-1])
+        yield depth
+        yield unacked
+
+
+class TritonCollector(Collector):
+    """Each Triton endpoint's readiness, asked at each scrape."""
+
+    def __init__(self, catalog: ModelCatalog) -> None:
+        self.catalog = catalog
+
+    def collect(self) -> Iterable[Metric]:
+        ready = GaugeMetricFamily(
+            "docq_triton_ready",
+            "1 when the Triton endpoint answers ready to the API, else 0.",
+            labels=["endpoint"],
+        )
+        for url, ok in self.catalog.endpoints_ready().items():
+            ready.add_metric([url], 1 if ok else 0)
+        yield ready
+
+
+def scrape_registry(broker_url: str, catalog: ModelCatalog) -> CollectorRegistry:
+    """The registry of what this API reads at scrape time (one per app: its own clients)."""
+    scraped = CollectorRegistry(auto_describe=False)
+    scraped.register(QueueCollector(redis.Redis.from_url(broker_url, socket_timeout=2)))
+    scraped.register(TritonCollector(catalog))
+    return scraped
+
+
+@router.get("/metrics")
+def metrics(request: Request) -> Response:
+    """Prometheus' text format: the process's metrics, then the queues."""
+    body = generate_latest(registry()) + generate_latest(request.app.state.scrape_registry)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
