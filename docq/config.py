@@ -272,9 +272,6 @@ class Settings(BaseSettings):
             raise ValueError("webhook_backoff_max_s must stay below visibility_timeout_s")
         if self.job_ttl_s < 1:
             raise ValueError("job_ttl_s must be >= 1")
-        if self.shard_lease_s <= 0 or self.sweep_interval_s <= 0 or self.task_retry_budget_s < 0:
-            raise ValueError("shard_lease_s and sweep_interval_s must be > 0, "
-                             "task_retry_budget_s >= 0")
 
     @property
     def triton_endpoints(self) -> tuple[str, ...]:
