@@ -7,7 +7,7 @@
                                                       thresholds unless forced
                    ──publish> <repository>/<name>/<next version>/, renamed into place
 
-One runtime per conversion (see DESIGN.md): `onnx-cpu` (Triton's Python backend running
+One runtime per conversion (README, Models): `onnx-cpu` (Triton's Python backend running
 ONNX Runtime: FP32, or INT8 by dynamic quantization), `onnxruntime` (Triton's ONNX Runtime
 backend, NGC container), `torch-gpu` (Python backend running PyTorch FP16 on a GPU) and
 `tensorrt` (a trtexec engine, FP16 or FP32, NGC container). The config.pbtxt is written by

@@ -2,7 +2,7 @@
 
 `python -m serving.server` is what the Procfile runs and what the test fixtures start.
 On a CPU machine the wheel's server runs the Python backend; three things make it work
-(DESIGN.md, platform facts):
+(README, Platform notes):
 
 - the Python-backend stub matching this interpreter is copied into `backends/python/`;
 - the stub embeds libpython, so `LD_LIBRARY_PATH` must hold the matching libpython3.x.so;
