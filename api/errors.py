@@ -20,7 +20,9 @@ STATUS: list[tuple[type[errors.DocqError], int]] = [
     (errors.UnsupportedMediaType, 415),
     (errors.ValidationError, 422),
     (errors.UnknownModel, 422),
+    (errors.Unauthorized, 401),
     (errors.NotFound, 404),
+    (errors.TenantLimitExceeded, 429),
     (errors.Conflict, 409),
     (errors.ModelError, 502),
     (errors.RetryableError, 503),
@@ -30,6 +32,16 @@ STATUS: list[tuple[type[errors.DocqError], int]] = [
 
 def status_of(exc: errors.DocqError) -> int:
     return next(code for cls, code in STATUS if isinstance(exc, cls))
+
+
+def _headers(exc: errors.DocqError, status: int) -> dict[str, str] | None:
+    if status == 401:
+        return {"WWW-Authenticate": 'Bearer realm="docq"'}
+    if isinstance(exc, errors.TenantLimitExceeded):
+        return {"Retry-After": str(exc.retry_after_s)}
+    if status == 503:
+        return {"Retry-After": "5"}
+    return None
 
 
 def body(code: str, message: str, detail: object = None) -> dict[str, object]:
@@ -44,7 +56,7 @@ def install(app: FastAPI) -> None:
         status = status_of(exc)
         if status >= 500:
             log.warning("%s: %s (%s)", exc.code, exc.message, exc.detail)
-        headers = {"Retry-After": "5"} if status == 503 else None
+        headers = _headers(exc, status)
         return JSONResponse(body(exc.code, exc.message, exc.detail), status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

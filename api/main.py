@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
-from api import errors, metrics
+from api import auth, errors, metrics
 from api.deps import Resources
 from api.routes import health, jobs, models, webhooks
 from docq import __version__, logs
@@ -46,9 +46,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="docq", version=__version__, lifespan=lifespan)
     errors.install(app)
-    app.include_router(jobs.router)
-    app.include_router(webhooks.router)
-    app.include_router(models.router)
+    # Every /v1 route needs an API key; /healthz, /readyz and /metrics stay open.
+    authenticated = [Depends(auth.tenant)]
+    app.include_router(jobs.router, dependencies=authenticated)
+    app.include_router(webhooks.router, dependencies=authenticated)
+    app.include_router(models.router, dependencies=authenticated)
     app.include_router(health.router)
     app.include_router(metrics.router)
     return app

@@ -1,5 +1,6 @@
 """The upload's orchestration, one decision after parsing: the model, the webhook, the
-Idempotency-Key (claim, or replay of the job it made), the lane, storing and enqueueing,
+Idempotency-Key (claim, or replay of the job it made; scoped to the tenant), the tenant's
+limits, the lane, storing and enqueueing,
 and the rollback that leaves nothing behind when a step fails. Routes parse and answer.
 """
 
@@ -13,12 +14,20 @@ from prometheus_client import Counter
 from api.deps import Resources
 from docq import webhook_guard
 from docq.config import Settings
-from docq.errors import Conflict, IdempotencyKeyReused, NotFound, QueueUnavailable, ValidationError
+from docq.errors import (
+    Conflict,
+    IdempotencyKeyReused,
+    NotFound,
+    QueueUnavailable,
+    TenantLimitExceeded,
+    ValidationError,
+)
 from docq.jobs import JobRecord
 from docq.queue import enqueue_shards
 from docq.schemas import JobCreate, JobCreated, WebhookCreated
 from docq.store import Document, IdempotencyClaim, WebhookTarget
 from docq.store.idempotency import fingerprint, key_digest
+from docq.store.tenants import Tenants
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +43,10 @@ class Submitted:
     replayed: bool
 
 
-def submit(deps: Resources, upload: JobCreate, idempotency_key: str | None) -> Submitted:
-    """Create the job an upload asks for (or find the one its Idempotency-Key made)."""
+def submit(
+    deps: Resources, tenant: str, upload: JobCreate, idempotency_key: str | None
+) -> Submitted:
+    """Create `tenant`'s job an upload asks for (or find the one its Idempotency-Key made)."""
     model = upload.model or deps.settings.default_model
     if model is None:
         raise ValidationError("no model given and no default model configured", {"field": "model"})
@@ -44,7 +55,7 @@ def submit(deps: Resources, upload: JobCreate, idempotency_key: str | None) -> S
     documents = [Document(d.id, d.text) for d in upload.documents]
     claim = None
     if idempotency_key is not None:
-        digest = key_digest(idempotency_key)
+        digest = key_digest(tenant, idempotency_key)
         claim = IdempotencyClaim(
             job_id=deps.store.new_job_id(),
             fingerprint=fingerprint(
@@ -55,7 +66,7 @@ def submit(deps: Resources, upload: JobCreate, idempotency_key: str | None) -> S
         earlier = _claim(deps, digest, claim)
         if earlier is not None:
             return Submitted(_replay(deps, earlier), replayed=True)
-    job = _create(deps, model, documents, webhook, (digest, claim) if claim else None)
+    job = _create(deps, tenant, model, documents, webhook, (digest, claim) if claim else None)
     JOBS_CREATED.labels(model).inc()
     DOCUMENTS_ACCEPTED.labels(model).inc(job.documents)
     shown = None
@@ -84,6 +95,7 @@ def _webhook_target(upload: JobCreate, settings: Settings) -> WebhookTarget | No
 
 def _create(
     deps: Resources,
+    tenant: str,
     model: str,
     documents: list[Document],
     webhook: WebhookTarget | None,
@@ -92,9 +104,10 @@ def _create(
     """Store the job and enqueue its shards; on failure leave nothing behind (nor the key)."""
     job_id = idempotency[1].job_id if idempotency else None
     try:
+        _admit(deps, tenant, len(documents))
         small = len(documents) <= deps.settings.small_job_max_documents
         job = deps.store.create_job(
-            model, documents, webhook=webhook, job_id=job_id, priority=small
+            model, documents, webhook=webhook, job_id=job_id, priority=small, tenant=tenant
         )
         try:
             enqueue_shards(deps.celery, job.id, job.shards, priority=job.priority)
@@ -110,6 +123,29 @@ def _create(
     return job
 
 
+def _admit(deps: Resources, tenant: str, documents: int) -> None:
+    """Refuse the upload (429) when it would take the tenant past its limits.
+
+    Checked before the job is stored, so two uploads racing may both pass: a tenant can
+    exceed a limit by the uploads it has in flight at that moment, never by more.
+    """
+    load = Tenants(deps.store.r).load(tenant)
+    s = deps.settings
+    if load.jobs >= s.tenant_max_active_jobs:
+        raise TenantLimitExceeded(
+            f"{load.jobs} jobs are queued or running, the most a tenant may have; "
+            "retry once some finish",
+            {"limit": "tenant_max_active_jobs", "max": s.tenant_max_active_jobs},
+        )
+    if load.documents + documents > s.tenant_max_queued_documents:
+        raise TenantLimitExceeded(
+            f"{load.documents} documents are waiting and this upload adds {documents}: "
+            f"more than the {s.tenant_max_queued_documents} a tenant may have queued; "
+            "retry once some finish",
+            {"limit": "tenant_max_queued_documents", "max": s.tenant_max_queued_documents},
+        )
+
+
 def _claim(deps: Resources, digest: str, claim: IdempotencyClaim) -> IdempotencyClaim | None:
     """Claim the key for this upload, or the earlier claim when it is the same request.
 
@@ -121,15 +157,11 @@ def _claim(deps: Resources, digest: str, claim: IdempotencyClaim) -> Idempotency
         if earlier is None:
             return None
         if earlier.fingerprint != claim.fingerprint:
-            raise IdempotencyKeyReused(
-                "this Idempotency-Key was used with a different request",
-                {"job_id": earlier.job_id},
-            )
+            raise IdempotencyKeyReused("this Idempotency-Key was used with a different request")
         if not earlier.bound:
             raise Conflict(
                 "the first request with this Idempotency-Key is still being processed; "
-                "retry it shortly",
-                {"job_id": earlier.job_id},
+                "retry it shortly"
             )
         try:
             deps.store.get_job(earlier.job_id)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from client.keys_cli import app as keys_app
 from client.sdk import DocqAPIError, DocqClient
 from conversion.cli import convert, validate
 
@@ -88,6 +89,7 @@ def models(api: Api = DEFAULT_API) -> None:
 # The model toolchain (conversion/cli.py): a checkpoint to a served, parity-checked model.
 app.command()(convert)
 app.command()(validate)
+app.add_typer(keys_app, name="keys")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
 """`python -m devstack NAME`: replace this process with the stack's process NAME (the
-Procfile's commands), so that honcho's signals reach it directly."""
+Procfile's commands), so that honcho's signals reach it directly. Before the API starts,
+the development API key is ensured (.run/dev-api-key); Flower gets its login."""
 
 from __future__ import annotations
 
 import os
 import sys
 
+from devstack import credentials
 from devstack.stack import RUN_DIR, local_stack
+from docq.config import get_settings
+
+DEV_API_KEY = RUN_DIR / "dev-api-key"
+FLOWER_LOGIN = RUN_DIR / "flower-login"
 
 
 def main(argv: list[str]) -> None:
@@ -15,9 +21,14 @@ def main(argv: list[str]) -> None:
         sys.exit(f"usage: python -m devstack {{{','.join(stack)}}}")
     process = stack[argv[0]]
     (RUN_DIR / "redis").mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **process.env}
+    if argv[0] == "api" and get_settings().auth_enabled:
+        credentials.ensure_dev_key(get_settings(), DEV_API_KEY)
+    if argv[0] == "flower":  # in the environment, not argv: `ps` shows argv to everyone
+        env["FLOWER_BASIC_AUTH"] = credentials.flower_login(get_settings(), FLOWER_LOGIN)
     if process.nice:
         os.nice(process.nice)
-    os.execve(process.argv[0], process.argv, {**os.environ, **process.env})
+    os.execve(process.argv[0], process.argv, env)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@
      │    │    ├── PayloadTooLarge
      │    │    ├── UnsupportedMediaType
      │    │    └── WebhookRefused     a webhook URL or secret docq will not use (SSRF guard)
-     │    ├── NotFound           no such job (or it has expired)
+     │    ├── Unauthorized       no API key, or one that is unknown or revoked (401)
+     │    ├── NotFound           no such job (or it has expired, or is another tenant's)
      │    ├── Conflict           the request clashes with the job's state (API answers 409)
      │    │    └── IdempotencyKeyReused   same Idempotency-Key, different request
+     │    ├── TenantLimitExceeded    the tenant has too much work in flight (429)
      │    ├── UnknownModel       the model is not in the Triton repository
      │    └── ModelError         the model answered with something unusable
      └── RetryableError          the world may heal: Celery retries these with backoff
@@ -70,6 +72,12 @@ class WebhookRefused(ValidationError):
     code = "webhook_refused"
 
 
+class Unauthorized(PermanentError):
+    """The request carries no API key, or one that is unknown or revoked."""
+
+    code = "unauthorized"
+
+
 class NotFound(PermanentError):
     """The job does not exist or has expired."""
 
@@ -86,6 +94,13 @@ class IdempotencyKeyReused(Conflict):
     """An Idempotency-Key came back with a different request (or its first use is in flight)."""
 
     code = "idempotency_key_reused"
+
+
+class TenantLimitExceeded(PermanentError):
+    """The tenant's jobs or queued documents are at their limit; retry once some finish."""
+
+    code = "tenant_limit_exceeded"
+    retry_after_s = 10  # a shard takes seconds: by then some work has usually drained
 
 
 class UnknownModel(PermanentError):

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
+DEFAULT_TENANT = "default"  # the one tenant while auth is off, and of jobs made before it
+
 
 class JobStatus(StrEnum):
     """Where a job is in its life."""
@@ -43,6 +45,7 @@ class JobRecord:
     finished_at: datetime | None
     error: str | None
     priority: bool = False  # in the small-job lane: its own queue, higher Triton priority
+    tenant: str = DEFAULT_TENANT  # who created it: only that tenant's keys see the job
 
     @classmethod
     def from_redis(cls, h: dict[str, str]) -> JobRecord:
@@ -66,6 +69,7 @@ class JobRecord:
             finished_at=ts("finished_at"),
             error=h.get("error") or None,
             priority=h.get("lane") == "priority",
+            tenant=h.get("tenant", DEFAULT_TENANT),
         )
 
 

@@ -46,3 +46,19 @@ def idempotency(key_digest: str) -> str:
     Not under a job's hash tag: the key is claimed before the job exists.
     """
     return f"{PREFIX}:idempotency:{key_digest}"
+
+
+def api_key(key_id: str) -> str:
+    """Hash: one API key (tenant, HMAC-SHA256 of the key, created_at); never the key itself."""
+    return f"{PREFIX}:apikey:{key_id}"
+
+
+def api_keys() -> str:
+    """Set: the ids of every API key, for `docq keys list`."""
+    return f"{PREFIX}:apikeys"
+
+
+def tenant_jobs(tenant: str) -> str:
+    """Set: ids of the tenant's jobs that may still be queued or running (members are pruned
+    when found final or expired), for the per-tenant limits."""
+    return f"{PREFIX}:tenant:{{{tenant}}}:jobs"

@@ -12,9 +12,11 @@ from fastapi.testclient import TestClient
 
 from devstack.services import REPO, celery_worker, redis_server, triton_server
 from docq.config import Settings
-from docq.store import JobStore
+from docq.store import JobStore, connection
+from docq.store.tenants import Tenants
 
 MODEL_REPOSITORY = REPO / "model_repository"
+TENANT = "tests"  # the tenant of the `api` client's key
 
 
 @pytest.fixture(scope="session")
@@ -90,11 +92,24 @@ def webhooks_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
         yield proc
 
 
+def tenant_headers(settings: Settings, tenant: str = TENANT) -> dict[str, str]:
+    """`Authorization` with a new key of `tenant`, made in the Redis of `settings`."""
+    tenants = Tenants(connection.connect(settings.redis_url), secret=settings.api_key_secret)
+    _, key = tenants.create_key(tenant)
+    return {"Authorization": f"Bearer {key}"}
+
+
 @pytest.fixture(scope="session")
-def api(settings: Settings) -> Iterator[TestClient]:
+def auth_headers(settings: Settings) -> dict[str, str]:
+    """`Authorization` with a key of TENANT, for every client of the session's API."""
+    return tenant_headers(settings)
+
+
+@pytest.fixture(scope="session")
+def api(settings: Settings, auth_headers: dict[str, str]) -> Iterator[TestClient]:
     from api.main import create_app
 
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), headers=auth_headers) as client:
         yield client
 
 

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from corpus.doc_type import generate
 from devstack.services import celery_worker, redis_server
 from docq.config import Settings
-from tests.conftest import settings_env
+from tests.conftest import settings_env, tenant_headers
 from tests.test_e2e import all_results, wait_until_final
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ def test_killed_worker_mid_job_loses_no_document_and_answers_none_twice(
 
     env = settings_env(crash_settings)
     docs = [{"id": d.id, "text": d.text} for d in generate(120, seed=31)]
-    with TestClient(create_app(crash_settings)) as api:
+    with TestClient(create_app(crash_settings), headers=tenant_headers(crash_settings)) as api:
         with celery_worker(env, tmp_path / "victim.log", "cpu", "victim", concurrency=4) as victim:
             created = api.post("/v1/jobs", json={"documents": docs}).json()
             # wait until the worker is inside the job (a shard done, most not), then kill it

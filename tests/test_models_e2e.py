@@ -28,7 +28,7 @@ from corpus.doc_type import generate as doc_type_documents
 from devstack.services import REPO, celery_worker, free_port, redis_server, triton_server, wait_for
 from docq.config import Settings
 from docq.jobs import JobStatus
-from tests.conftest import MODEL_REPOSITORY, link_model, settings_env
+from tests.conftest import MODEL_REPOSITORY, link_model, settings_env, tenant_headers
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient
             celery_worker(
                 settings_env(settings), root / "worker.log", "cpu,cpu-priority", concurrency=2
             ),
-            TestClient(create_app(settings)) as api,
+            TestClient(create_app(settings), headers=tenant_headers(settings)) as api,
         ):
             yield api, settings, repo
 

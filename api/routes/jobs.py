@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import Histogram
 
 from api import submissions
+from api.auth import Tenant
 from api.deps import Deps
 from api.uploads import NDJSON, parse_upload
 from docq import webhooks
@@ -43,21 +44,27 @@ IdempotencyKey = Annotated[
 
 @router.post("", status_code=202, response_model=JobCreated)
 async def create_job(
-    request: Request, response: Response, deps: Deps, idempotency_key: IdempotencyKey = None
+    request: Request,
+    response: Response,
+    deps: Deps,
+    tenant: Tenant,
+    idempotency_key: IdempotencyKey = None,
 ) -> JobCreated:
     """Accept a bulk upload: validate everything, store it in shards, enqueue, answer at once."""
     with UPLOAD_SECONDS.time():
         upload = await parse_upload(request, deps.settings)
-        submitted = await run_in_threadpool(submissions.submit, deps, upload, idempotency_key)
+        submitted = await run_in_threadpool(
+            submissions.submit, deps, tenant, upload, idempotency_key
+        )
     if submitted.replayed:
         response.status_code = 200
     return submitted.answer
 
 
 @router.get("/{job_id}", response_model=JobPublic)
-def get_job(job_id: str, deps: Deps) -> JobPublic:
+def get_job(job_id: str, deps: Deps, tenant: Tenant) -> JobPublic:
     """A job's status and progress."""
-    return JobPublic.from_record(deps.store.get_job(job_id))
+    return JobPublic.from_record(deps.store.get_job(job_id, tenant=tenant))
 
 
 @router.get("/{job_id}/results", response_model=ResultsPage)
@@ -65,11 +72,12 @@ def get_results(
     job_id: str,
     request: Request,
     deps: Deps,
+    tenant: Tenant,
     limit: Annotated[int, Query(ge=1)] = 100,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response | ResultsPage:
     """Results in upload order, a page at a time; all of them as NDJSON on `Accept: x-ndjson`."""
-    job = deps.store.get_job(job_id)
+    job = deps.store.get_job(job_id, tenant=tenant)
     if NDJSON in request.headers.get("accept", ""):
         lines: Iterator[bytes] = (
             json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in deps.store.iter_results(job)
@@ -82,12 +90,13 @@ def get_results(
 
 
 @router.delete("/{job_id}", response_model=JobPublic)
-def cancel_job(job_id: str, deps: Deps) -> JobPublic:
+def cancel_job(job_id: str, deps: Deps, tenant: Tenant) -> JobPublic:
     """Cancel a job: shards not yet started are skipped; results already written stay.
 
     The job's `job.cancelled` event is enqueued by the call that cancels; a repeated DELETE
     enqueues it only if that never happened (e.g. the broker was down), never twice.
     """
+    deps.store.get_job(job_id, tenant=tenant)  # another tenant's job is a 404, uncancelled
     deps.store.request_cancel(job_id)
     try:
         webhooks.dispatch(deps.store, deps.celery, job_id)

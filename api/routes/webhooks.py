@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from api.auth import Tenant
 from api.deps import Deps, Resources
 from docq import webhooks
 from docq.errors import Conflict, NotFound, QueueUnavailable
@@ -13,27 +14,27 @@ from docq.schemas import WebhookPublic
 router = APIRouter(prefix="/v1/jobs/{job_id}/webhook", tags=["webhooks"])
 
 
-def _record(deps: Resources, job_id: str) -> WebhookRecord:
-    deps.store.get_job(job_id)  # 404 for an unknown or expired job
+def _record(deps: Resources, tenant: str, job_id: str) -> WebhookRecord:
+    deps.store.get_job(job_id, tenant=tenant)  # 404: unknown, expired or another tenant's
     record = deps.store.deliveries.get_webhook(job_id)
     if record is None:
         raise NotFound(f"job {job_id!r} has no webhook", {"job_id": job_id})
     return record
 
 
-def _public(deps: Resources, job_id: str) -> WebhookPublic:
-    record = _record(deps, job_id)
+def _public(deps: Resources, tenant: str, job_id: str) -> WebhookPublic:
+    record = _record(deps, tenant, job_id)
     return WebhookPublic.from_record(record, deps.store.deliveries.webhook_attempts(job_id))
 
 
 @router.get("", response_model=WebhookPublic)
-def get_webhook(job_id: str, deps: Deps) -> WebhookPublic:
+def get_webhook(job_id: str, deps: Deps, tenant: Tenant) -> WebhookPublic:
     """The job's webhook URL, its event, the delivery state and every attempt so far."""
-    return _public(deps, job_id)
+    return _public(deps, tenant, job_id)
 
 
 @router.post("/redeliver", status_code=202, response_model=WebhookPublic)
-def redeliver(job_id: str, deps: Deps) -> WebhookPublic:
+def redeliver(job_id: str, deps: Deps, tenant: Tenant) -> WebhookPublic:
     """Send the job's event again, with a fresh attempt budget.
 
     It is the same event, so it keeps its `webhook-id` (a receiver that already accepted
@@ -41,7 +42,7 @@ def redeliver(job_id: str, deps: Deps) -> WebhookPublic:
     new round; a pending one whose delivery task was lost is taken over. 409 while the job
     runs, while an attempt runs, or while a retry is scheduled.
     """
-    _record(deps, job_id)
+    _record(deps, tenant, job_id)
     before, restarted = deps.store.deliveries.restart_delivery(job_id)
     if before is DeliveryState.WAITING:
         raise Conflict("the job is not final yet: it has no event to deliver", {"job_id": job_id})
@@ -55,4 +56,4 @@ def redeliver(job_id: str, deps: Deps) -> WebhookPublic:
         webhooks.dispatch(deps.store, deps.celery, job_id)
     except QueueUnavailable as exc:
         raise QueueUnavailable("the redelivery could not be enqueued; repeat the request") from exc
-    return _public(deps, job_id)
+    return _public(deps, tenant, job_id)

@@ -20,8 +20,9 @@ from docq.store import connection
 IDEMPOTENCY_LEASE_S = 300
 
 
-def key_digest(idempotency_key: str) -> str:
-    return hashlib.sha256(idempotency_key.encode()).hexdigest()
+def key_digest(tenant: str, idempotency_key: str) -> str:
+    """Keys are scoped per tenant: two tenants choosing the same key never meet."""
+    return hashlib.sha256(json.dumps([tenant, idempotency_key]).encode()).hexdigest()
 
 
 def fingerprint(model: str, documents: Iterable[tuple[str, str]], webhook_url: str | None) -> str:

@@ -25,7 +25,7 @@ import redis
 
 from docq import keys
 from docq.errors import NotFound, StoreUnavailable
-from docq.jobs import DeliveryState, JobRecord, JobStatus
+from docq.jobs import DEFAULT_TENANT, DeliveryState, JobRecord, JobStatus
 from docq.store import connection
 from docq.store.codec import Document, decode, pack_shard, unpack_shard
 from docq.store.deliveries import Deliveries, WebhookTarget
@@ -87,9 +87,11 @@ class JobStore:
         webhook: WebhookTarget | None = None,
         job_id: str | None = None,
         priority: bool = False,
+        tenant: str = DEFAULT_TENANT,
     ) -> JobRecord:
-        """Store the documents in compressed shards, the job record and its webhook, in one
-        transaction; every key expires after the retention time."""
+        """Store the documents in compressed shards, the job record (with its tenant) and
+        its webhook, in one transaction, and count the job in the tenant's load; every key
+        expires after the retention time."""
         job_id = job_id or self.new_job_id()
         n_shards = math.ceil(len(documents) / self.shard_size)
         now = time.time()
@@ -104,6 +106,7 @@ class JobStore:
             "documents_failed": 0,
             "created_at": repr(now),
             "lane": "priority" if priority else "bulk",
+            "tenant": tenant,
         }
         with self.r.pipeline(transaction=True) as p:
             for n in range(n_shards):
@@ -111,6 +114,8 @@ class JobStore:
                 p.set(keys.shard(job_id, n), pack_shard(chunk), ex=self.ttl_s)
             p.hset(keys.job(job_id), mapping=record)
             p.expire(keys.job(job_id), self.ttl_s)
+            p.sadd(keys.tenant_jobs(tenant), job_id)
+            p.expire(keys.tenant_jobs(tenant), self.ttl_s)
             if webhook is not None:
                 p.hset(
                     keys.webhook(job_id),
@@ -139,9 +144,11 @@ class JobStore:
         )
 
     # --- reading ------------------------------------------------------------------
-    def get_job(self, job_id: str) -> JobRecord:
+    def get_job(self, job_id: str, *, tenant: str | None = None) -> JobRecord:
+        """The job; with `tenant`, only if that tenant created it: another tenant's job is
+        NotFound, exactly like one that does not exist, so ids reveal nothing."""
         h = self.r.hgetall(keys.job(job_id))
-        if not h:
+        if not h or (tenant is not None and decode(h).get("tenant") != tenant):
             raise NotFound(f"job {job_id!r} not found", {"job_id": job_id})
         return JobRecord.from_redis(decode(h))
 

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from docq.config import Settings
 from docq.store import Document, JobStore, WebhookTarget
 from docq.webhook_guard import generate_secret
+from tests.conftest import TENANT, tenant_headers
 
 GOOD = {"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"}
 HOOK_URL = "http://127.0.0.1:9/hooks"  # allowed: the session settings allow private networks
@@ -25,7 +26,8 @@ def app_with(settings: Settings, **changes: object) -> Iterator[TestClient]:
     """An API whose settings differ from the session's."""
     from api.main import create_app
 
-    with TestClient(create_app(settings.model_copy(update=changes))) as client:
+    changed = settings.model_copy(update=changes)
+    with TestClient(create_app(changed), headers=tenant_headers(changed)) as client:
         yield client
 
 
@@ -163,7 +165,7 @@ def test_the_tenant_default_webhook_applies_to_jobs_without_their_own(
 def test_redeliver_needs_a_final_job(api: TestClient, redis_url: str) -> None:
     store = JobStore.from_url(redis_url, shard_size=4, ttl_s=600)
     job = store.create_job(  # never enqueued: it stays queued
-        "doc-type", [Document("a", "x")], webhook=WebhookTarget(HOOK_URL, SECRET)
+        "doc-type", [Document("a", "x")], webhook=WebhookTarget(HOOK_URL, SECRET), tenant=TENANT
     )
     resp = api.post(f"/v1/jobs/{job.id}/webhook/redeliver")
     assert resp.status_code == 409
@@ -175,7 +177,7 @@ def test_redeliver_needs_a_final_job(api: TestClient, redis_url: str) -> None:
 def test_redeliver_while_a_delivery_is_pending_is_409(api: TestClient, redis_url: str) -> None:
     store = JobStore.from_url(redis_url, shard_size=4, ttl_s=600)
     job = store.create_job(
-        "doc-type", [Document("a", "x")], webhook=WebhookTarget(HOOK_URL, SECRET)
+        "doc-type", [Document("a", "x")], webhook=WebhookTarget(HOOK_URL, SECRET), tenant=TENANT
     )
     store.finish_shard(job.id, 0, [(0, {"id": "a", "label": "invoice"})])
     store.deliveries.claim_attempt(job.id, "a-live-chain", 30)  # as if an attempt were running

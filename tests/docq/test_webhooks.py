@@ -250,7 +250,9 @@ def test_fingerprint_covers_model_documents_and_webhook_url() -> None:
     assert idempotency.fingerprint("m", [("ab", "c")], None) != idempotency.fingerprint(
         "m", [("a", "bc")], None
     )
-    assert idempotency.key_digest("k1") != idempotency.key_digest("k2")
+    assert idempotency.key_digest("t", "k1") != idempotency.key_digest("t", "k2")
+    # scoped per tenant: the same key of two tenants is two keys
+    assert idempotency.key_digest("t1", "k1") != idempotency.key_digest("t2", "k1")
 
 
 def test_check_url_accepts_ipv6_literals() -> None:
