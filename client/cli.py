@@ -1,81 +1,274 @@
-"""`docq`: submit documents, follow jobs and read results from the command line."""
+"""`docq`: submit documents, follow jobs and read results from the command line.
+
+    docq submit samples/*.txt --model doc-type --wait -o results.jsonl
+    docq status ID | docq results ID -o out.jsonl | docq cancel ID | docq models
+
+The server and the key come from `--url` / `--api-key`, or else from `DOCQ_URL` /
+`DOCQ_API_KEY`, read by typer as part of parsing the options (`envvar=`), like any
+option's default. Output meant for scripts (job ids, JSON, JSON lines) goes to stdout;
+progress and messages go to stderr.
+
+Exit codes (ExitCode), for scripts:
+
+    0  done; with --wait, every job succeeded
+    1  with --wait: a job ended failed or cancelled (its results are still written)
+    2  usage: a bad option or argument, an unreadable input file
+    3  the server could not be reached (refused, unresolved, timed out)
+    4  the server refused the API key (401)
+    5  the server refused the request (another 4xx: invalid or too large upload, unknown
+       model or job); the server's message is printed
+    6  the server failed (5xx: Redis, the broker or Triton unavailable); try again later
+    7  --timeout passed before the jobs were final
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
+from enum import IntEnum
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
+from client import errors
+from client.documents import Limits, from_paths
 from client.keys_cli import app as keys_app
-from client.sdk import DocqAPIError, DocqClient
+from client.sdk import DEFAULT_URL, DocqClient, Submission
+from client.sdk import Progress as JobsProgress
 from conversion.cli import convert, validate
+from docq.jobs import JobStatus
+
+
+class ExitCode(IntEnum):
+    """What `docq` exits with; the module docstring says when."""
+
+    OK = 0
+    JOB_NOT_SUCCEEDED = 1
+    USAGE = 2
+    UNREACHABLE = 3
+    UNAUTHORIZED = 4
+    REFUSED = 5
+    SERVER_ERROR = 6
+    TIMEOUT = 7
+
 
 app = typer.Typer(
-    help="docq: bulk document classification in front of Triton.", no_args_is_help=True
+    help="docq: bulk document classification in front of Triton.",
+    epilog="Exit codes: 0 ok, 1 a job failed or was cancelled, 2 usage, 3 server unreachable, "
+    "4 API key refused, 5 request refused, 6 server error, 7 wait timed out.",
+    no_args_is_help=True,
 )
-console = Console(stderr=True)
+console = Console(stderr=True)  # stdout is for what scripts read
 
-DEFAULT_API = "http://127.0.0.1:8080"
-Api = Annotated[str, typer.Option("--api", envvar="DOCQ_API_URL", help="API base URL.")]
+Url = Annotated[
+    str, typer.Option("--url", envvar="DOCQ_URL", help="API base URL.", show_envvar=True)
+]
+ApiKey = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="DOCQ_API_KEY",
+        help="API key, sent as `Authorization: Bearer <key>`.",
+        show_default=False,
+        show_envvar=True,
+    ),
+]
+Output = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Write results here as JSON lines (default: stdout)."),
+]
 
 
-def _client(api: str) -> DocqClient:
-    return DocqClient(api)
+def _fail(code: ExitCode, message: str) -> typer.Exit:
+    console.print(f"docq: {message}", style="red", markup=False, highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn the client's errors into one line on stderr and the exit code scripts expect."""
+    try:
+        yield
+    except errors.Unreachable as exc:
+        raise _fail(ExitCode.UNREACHABLE, str(exc)) from None
+    except errors.Unauthorized as exc:
+        raise _fail(
+            ExitCode.UNAUTHORIZED,
+            f"the server refused the API key ({exc.message or exc.code}); "
+            "give a valid one with --api-key or DOCQ_API_KEY",
+        ) from None
+    except errors.Refused as exc:
+        raise _fail(ExitCode.REFUSED, f"refused ({exc.status} {exc.code}): {exc.message}") from None
+    except errors.NotFound as exc:
+        raise _fail(ExitCode.REFUSED, f"not found: {exc.message}") from None
+    except errors.ServerError as exc:
+        raise _fail(
+            ExitCode.SERVER_ERROR, f"server error ({exc.status} {exc.code}): {exc.message}"
+        ) from None
+    except errors.WaitTimeout as exc:
+        raise _fail(ExitCode.TIMEOUT, f"gave up waiting: {exc}") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:  # reading the input files
+        raise _fail(ExitCode.USAGE, str(exc)) from None
+
+
+def _client(url: str, api_key: str | None, limits: Limits | None = None) -> DocqClient:
+    """The one place the commands get their client (tests replace it)."""
+    return DocqClient(url, api_key=api_key, limits=limits)
+
+
+class RateColumn(ProgressColumn):
+    """Documents per second, as rich estimates it from recent updates."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.1f} doc/s", style="progress.data.speed")
+
+
+def _progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("documents"),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def _write_results(results: Iterable[dict[str, Any]], output: Path | None) -> int:
+    """Write results as JSON lines to `output` (stdout when None); return how many."""
+    n = 0
+    with output.open("w", encoding="utf-8") if output else nullcontext(sys.stdout) as out:
+        stream: IO[str] = out
+        for result in results:
+            stream.write(json.dumps(result, ensure_ascii=False) + "\n")
+            n += 1
+    return n
 
 
 @app.command()
 def submit(
-    paths: Annotated[list[Path], typer.Argument(help="Text files (id = name) or .ndjson files.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Text files (one document each, id = file name) or .ndjson/.jsonl files "
+            '(one {"id", "text"} per line).',
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
     model: Annotated[str | None, typer.Option(help="Model (default: the API's default).")] = None,
-    wait: Annotated[bool, typer.Option(help="Wait, then print the results as NDJSON.")] = False,
-    api: Api = DEFAULT_API,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Show progress until done, then write the results.")
+    ] = False,
+    output: Output = None,
+    webhook_url: Annotated[
+        str | None, typer.Option(help="Webhook called when each job ends.")
+    ] = None,
+    max_documents: Annotated[
+        int, typer.Option(help="Most documents per job; more become several jobs.", min=1)
+    ] = Limits.max_documents,
+    max_bytes: Annotated[
+        int, typer.Option(help="Largest upload body; larger uploads become several jobs.", min=1)
+    ] = Limits.max_bytes,
+    timeout: Annotated[
+        float | None, typer.Option(help="With --wait: give up after this many seconds.")
+    ] = None,
+    poll: Annotated[float, typer.Option(help="With --wait: seconds between polls.")] = 0.5,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
 ) -> None:
-    """Upload documents as one job and print its id."""
-    docs = []
-    for p in paths:
-        if p.suffix == ".ndjson":
-            docs += [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-        else:
-            docs.append({"id": p.name, "text": p.read_text()})
-    client = _client(api)
-    try:
-        created = client.submit(docs, model)
-        console.print(f"job [bold]{created['id']}[/] queued: {created['documents']} documents")
-        if wait:
-            job = client.wait(created["id"])
-            console.print(f"job {job['id']}: {job['status']}")
-            for r in client.results(created["id"]):
-                sys.stdout.write(json.dumps(r) + "\n")
-        else:
-            sys.stdout.write(created["id"] + "\n")
-    except DocqAPIError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
+    """Upload documents (as several jobs when they pass the server's limits)."""
+    client = _client(url, api_key, Limits(max_documents, max_bytes))
+    submission = Submission()
+    with _errors():
+        try:
+            client.submit_many(from_paths(paths), model, webhook_url=webhook_url, into=submission)
+        finally:
+            if submission.jobs:
+                console.print(
+                    f"submitted {submission.documents} documents as {len(submission.jobs)} "
+                    f"job(s): {', '.join(submission.ids)}",
+                    highlight=False,
+                )
+        if not wait:
+            for job_id in submission.ids:
+                sys.stdout.write(job_id + "\n")
+            return
+        with _progress_bar() as bar:
+            task = bar.add_task("classifying", total=submission.documents)
+
+            def show(p: JobsProgress) -> None:
+                bar.update(task, completed=p.done)
+
+            jobs = client.wait_all(submission.ids, poll_s=poll, timeout_s=timeout, on_progress=show)
+        written = _write_results(client.results_all(submission.ids), output)
+    failed = [j for j in jobs if j["status"] != JobStatus.SUCCEEDED]
+    errors_n = sum(j["progress"]["documents_failed"] for j in jobs)
+    where = f" to {output}" if output else ""
+    console.print(f"wrote {written} results{where}; {errors_n} document(s) failed", highlight=False)
+    if failed:
+        states = ", ".join(f"{j['id']} {j['status']}" for j in failed)
+        raise _fail(ExitCode.JOB_NOT_SUCCEEDED, f"not succeeded: {states}")
 
 
 @app.command()
-def status(job_id: str, api: Api = DEFAULT_API) -> None:
+def status(job_id: str, url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     """Print a job's status as JSON."""
-    sys.stdout.write(json.dumps(_client(api).job(job_id), indent=2) + "\n")
+    with _errors():
+        job = _client(url, api_key).job(job_id)
+    sys.stdout.write(json.dumps(job, indent=2) + "\n")
 
 
 @app.command()
-def results(job_id: str, api: Api = DEFAULT_API) -> None:
-    """Print a job's results as NDJSON, in upload order."""
-    for r in _client(api).results(job_id):
-        sys.stdout.write(json.dumps(r) + "\n")
+def results(
+    job_id: str, output: Output = None, url: Url = DEFAULT_URL, api_key: ApiKey = None
+) -> None:
+    """Write a job's results as JSON lines, in upload order (those done so far, if running)."""
+    client = _client(url, api_key)
+    with _errors():
+        job = client.job(job_id)
+        written = _write_results(client.results(job_id), output)
+    if not JobStatus(job["status"]).final:
+        console.print(f"job {job_id} is {job['status']}: {written} of {job['documents']} results")
 
 
 @app.command()
-def models(api: Api = DEFAULT_API) -> None:
+def cancel(job_id: str, url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
+    """Cancel a job: shards not started are skipped; print its status as JSON."""
+    with _errors():
+        job = _client(url, api_key).cancel(job_id)
+    sys.stdout.write(json.dumps(job, indent=2) + "\n")
+
+
+@app.command()
+def models(url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     """List the models Triton serves."""
+    with _errors():
+        served = _client(url, api_key).models()
     table = Table("name", "version", "state", "labels", "max_seq_len")
-    for m in _client(api).models():
+    for m in served:
         table.add_row(
             m["name"],
             m["version"] or "",

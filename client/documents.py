@@ -1,0 +1,98 @@
+"""Where the client's documents come from, and how an upload is cut into jobs the server takes.
+
+Every source yields `{"id", "text"}` dicts lazily, so a client can stream a million
+documents from disk without holding them. `bodies()` turns any such iterable into NDJSON
+bodies that each stay within the server's limits (documents per job, bytes per request):
+one body, one job.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from docq.config import Settings
+
+Document = Mapping[str, str]
+
+# Files read as NDJSON (one document per line); any other file is one document.
+NDJSON_SUFFIXES = (".ndjson", ".jsonl")
+
+
+def _server_default(name: str) -> int:
+    """The server's default for a limit, read from its settings declaration (not its env)."""
+    default = Settings.model_fields[name].default
+    assert isinstance(default, int)
+    return default
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one job may hold. Defaults are the server's defaults (DOCQ_MAX_DOCUMENTS_PER_JOB,
+    DOCQ_MAX_UPLOAD_BYTES); give the values of a server configured otherwise."""
+
+    max_documents: int = _server_default("max_documents_per_job")
+    max_bytes: int = _server_default("max_upload_bytes")
+
+
+def from_texts(texts: Iterable[str], prefix: str = "") -> Iterator[dict[str, str]]:
+    """Documents from plain texts; ids are `prefix` + the text's position (0, 1, ...)."""
+    for i, text in enumerate(texts):
+        yield {"id": f"{prefix}{i}", "text": text}
+
+
+def from_ndjson(source: Path | IO[str] | IO[bytes]) -> Iterator[dict[str, str]]:
+    """Documents from NDJSON, one `{"id", "text"}` object per line (blank lines skipped)."""
+    if isinstance(source, Path):
+        with source.open(encoding="utf-8") as f:
+            yield from from_ndjson(f)
+        return
+    name = getattr(source, "name", "NDJSON")
+    for number, raw in enumerate(source, start=1):
+        line: str = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name}, line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"{name}, line {number}: expected an object with id and text")
+        yield doc
+
+
+def from_paths(paths: Iterable[Path]) -> Iterator[dict[str, str]]:
+    """Documents from files: `.ndjson`/`.jsonl` files line by line, any other file whole
+    (its id is the file name, its text the file read as UTF-8)."""
+    for path in paths:
+        if path.suffix in NDJSON_SUFFIXES:
+            yield from from_ndjson(path)
+        else:
+            yield {"id": path.name, "text": path.read_text(encoding="utf-8")}
+
+
+def ndjson_line(doc: Document) -> bytes:
+    return json.dumps(dict(doc), ensure_ascii=False).encode() + b"\n"
+
+
+def bodies(documents: Iterable[Document], limits: Limits) -> Iterator[tuple[bytes, int]]:
+    """NDJSON bodies within `limits`, in upload order, with their document counts.
+
+    Only one body is held at a time. A single document larger than `max_bytes` still goes
+    alone, so that the server's own 413 names it.
+    """
+    buffer, count = io.BytesIO(), 0
+    for doc in documents:
+        line = ndjson_line(doc)
+        full = count >= limits.max_documents or buffer.tell() + len(line) > limits.max_bytes
+        if count and full:
+            yield buffer.getvalue(), count
+            buffer, count = io.BytesIO(), 0
+        buffer.write(line)
+        count += 1
+    if count:
+        yield buffer.getvalue(), count
