@@ -159,8 +159,25 @@ class Settings(BaseSettings):
         description="Redis redelivers an unacknowledged task after this long. Must exceed the "
         "slowest shard, or a slow shard runs twice (harmless, but wasted).",
     )
-    task_max_retries: int = Field(
-        8, description="Retries of a shard on retryable errors (Triton or Redis unavailable)."
+    task_retry_budget_s: float = Field(
+        1800.0,
+        description="How long a shard keeps retrying retryable errors (Triton or Redis "
+        "unavailable), from its first failure, before its documents are marked failed. "
+        "Longer rides out longer outages; a shard that can never succeed holds its job open "
+        "that long.",
+    )
+    shard_lease_s: float = Field(
+        30.0,
+        description="A running shard's lease, renewed by its worker every third of it; a "
+        "shard whose lease expired (its worker died) is enqueued again by a sweeper, and a "
+        "job whose shards were never enqueued is swept after this long. Shorter resumes "
+        "sooner after a crash; too short for a stalled but live worker runs a shard twice "
+        "(harmless: its second answer is discarded).",
+    )
+    sweep_interval_s: float = Field(
+        5.0,
+        description="How often each shard worker sweeps for expired leases and unenqueued "
+        "jobs. Shorter resumes sooner, for one small Redis query per worker and interval.",
     )
     task_retry_backoff_s: int = Field(
         2, description="First retry delay; doubles each attempt (Celery backoff, with jitter)."
@@ -307,6 +324,10 @@ class Settings(BaseSettings):
             raise ValueError("webhook_backoff_max_s must stay below visibility_timeout_s")
         if self.job_ttl_s < 1:
             raise ValueError("job_ttl_s must be >= 1")
+        if self.shard_lease_s <= 0 or self.sweep_interval_s <= 0 or self.task_retry_budget_s < 0:
+            raise ValueError(
+                "shard_lease_s and sweep_interval_s must be > 0, task_retry_budget_s >= 0"
+            )
 
     @property
     def triton_endpoints(self) -> tuple[str, ...]:

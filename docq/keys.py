@@ -62,3 +62,22 @@ def tenant_jobs(tenant: str) -> str:
     """Set: ids of the tenant's jobs that may still be queued or running (members are pruned
     when found final or expired), for the per-tenant limits."""
     return f"{PREFIX}:tenant:{{{tenant}}}:jobs"
+
+
+def answers(job_id: str) -> str:
+    """Hash: document index -> how many times a result was written for it (the ledger that
+    shows each document answered once; a failed answer replaced by a label counts twice)."""
+    return f"{PREFIX}:job:{{{job_id}}}:answers"
+
+
+def leases() -> str:
+    """Sorted set: `job_id shard` of each running shard -> when its lease expires (epoch s).
+
+    Not under a job's hash tag: the sweeper reads every job's leases at once."""
+    return f"{PREFIX}:leases"
+
+
+def unenqueued() -> str:
+    """Sorted set: id of each job whose record is written but whose shards are not yet known
+    to be enqueued -> when it was written (epoch s). Not under a job's hash tag."""
+    return f"{PREFIX}:unenqueued"

@@ -8,7 +8,7 @@ results. Messages carry ids, never documents.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from celery import Celery
@@ -68,12 +68,16 @@ def _broker(what: str) -> Iterator[None]:
         raise QueueUnavailable(f"the broker did not take {what}", str(exc)) from exc
 
 
-def enqueue_shards(app: Celery, job_id: str, shards: int, *, priority: bool = False) -> None:
-    """One task per shard, by id; small jobs go to the priority lane's own queue.
-    QueueUnavailable when the broker does not take them."""
+def enqueue_shards(
+    app: Celery, job_id: str, shards: int | Iterable[int], *, priority: bool = False
+) -> None:
+    """One task per shard, by id: every shard of the job (a count), or the ones named (the
+    sweeper's); small jobs go to the priority lane's own queue. QueueUnavailable when the
+    broker does not take them."""
     queue = PRIORITY_QUEUE if priority else CPU_QUEUE
+    numbers = range(shards) if isinstance(shards, int) else shards
     with _broker(f"the shards of job {job_id}"), app.producer_or_acquire() as producer:
-        for n in range(shards):
+        for n in numbers:
             app.send_task(PROCESS_SHARD, args=[job_id, n], queue=queue, producer=producer)
 
 

@@ -48,7 +48,9 @@ def run_shard(
 ) -> JobStatus | None:
     """Classify shard n of a job and store its results; returns the job status after it.
 
-    Safe to run twice (redelivery): results overwrite and progress does not double.
+    Safe to run twice (redelivery, or the sweeper after a lost worker): a shard that
+    already has results is skipped, and of two runs at once the second to finish writes
+    nothing unless it classified what the first gave up on (store/lua/complete_shard.lua).
     A shard of a cancelled, finished or expired job is skipped. `on_final(job_id)` runs
     when this shard made the job final, and again when a redelivered shard finds the job
     final (so a crash between the two cannot lose the job's event; the hook dispatches
@@ -65,13 +67,10 @@ def run_shard(
         return job.status
     if ctx.store.mark_running(job_id) in (None, JobStatus.CANCELLED):
         return JobStatus.CANCELLED
-    try:
-        documents = ctx.store.load_shard(job, n)
-    except NotFound:
-        if not ctx.store.shard_completed(job_id, n):
-            raise
-        log.info("job %s shard %d: already done and its documents deleted; skipping", job_id, n)
+    if ctx.store.shard_completed(job_id, n):
+        log.info("job %s shard %d: already done; skipping", job_id, n)
         return job.status
+    documents = ctx.store.load_shard(job, n)
     started = time.monotonic()
     # Explicit model control: load the model on first use (waits for it; never fails here).
     ctx.catalog.ensure_ready(job.model)
@@ -89,7 +88,8 @@ def run_shard(
     ]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
     metrics.SHARD_SECONDS.labels(job.model).observe(time.monotonic() - started)
-    metrics.DOCUMENTS.labels(job.model, "classified").inc(len(results))
+    if done.written:
+        metrics.DOCUMENTS.labels(job.model, "classified").inc(len(results))
     log.info("job %s shard %d: %d documents -> %s", job_id, n, len(results), done.status)
     if done.performed:
         metrics.job_final(job, done.status)
@@ -109,18 +109,18 @@ def fail_shard(
     """Give every document of shard n an error result, so the job can still finish.
 
     A shard that already has results keeps them (the failure came after they were written,
-    e.g. while dispatching the job's event).
+    e.g. while dispatching the job's event, or a duplicate run succeeded meanwhile): the
+    check and the write are one script (finish_shard), so no success in between is lost.
     """
     try:
         job = ctx.store.get_job(job_id)
-        if ctx.store.shard_completed(job_id, n):
-            return job.status
         documents = ctx.store.load_shard(job, n)
-    except NotFound:
+    except NotFound:  # the job is gone, or the shard is done and its documents dropped
         return None
     results = [(d.index, {"id": d.id, "error": error}) for d in documents]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
-    metrics.DOCUMENTS.labels(job.model, "failed").inc(len(results))
+    if done.written:
+        metrics.DOCUMENTS.labels(job.model, "failed").inc(len(results))
     if done.performed:
         metrics.job_final(job, done.status)
         on_final(job_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from celery import Task
@@ -15,6 +16,7 @@ from docq.queue import DELIVER_WEBHOOK, PROCESS_SHARD
 from workers import metrics
 from workers.app import app, context, store
 from workers.shard import fail_shard, run_shard
+from workers.sweeper import Lease
 from workers.webhooks import DeliveryPolicy, deliver
 
 log = logging.getLogger(__name__)
@@ -27,18 +29,16 @@ class ShardTask(Task):  # type: ignore[misc]
         self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any
     ) -> None:
         job_id, n = args[0], args[1]
+        s = get_settings()
         reason = exc.message if isinstance(exc, DocqError) else "internal error"
         if isinstance(exc, RetryableError):
-            reason = f"{reason} (gave up after {self.request.retries + 1} attempts)"
+            reason = f"{reason} (gave up after retrying for {s.task_retry_budget_s:g} s)"
         log.error("job %s shard %d failed: %s", job_id, n, exc)
+        # If this raises (Redis down), the shard's lease stays and expires: it is swept.
         fail_shard(
-            context(),
-            job_id,
-            n,
-            reason,
-            keep_documents=get_settings().keep_documents,
-            on_final=dispatch_event,
+            context(), job_id, n, reason, keep_documents=s.keep_documents, on_final=dispatch_event
         )
+        store().recovery.release(job_id, n)
 
 
 def dispatch_event(job_id: str) -> None:
@@ -49,22 +49,32 @@ def dispatch_event(job_id: str) -> None:
 
 
 @app.task(name=PROCESS_SHARD, base=ShardTask, bind=True, max_retries=None)
-def process_shard(self: Task, job_id: str, shard: int) -> None:
-    """Classify one shard of a job (the message carries ids, never documents).
+def process_shard(self: Task, job_id: str, shard: int, failing_since: float | None = None) -> None:
+    """Classify one shard of a job (the message carries ids, never documents), holding
+    its lease while it runs (workers/sweeper.py).
 
     Only what may heal (RetryableError: Triton, Redis or the broker unavailable) is retried,
-    with exponential backoff and jitter; bad input never is."""
+    with exponential backoff and jitter, until `task_retry_budget_s` has passed since the
+    first failure (`failing_since`, carried by the retries); bad input never is."""
     s = get_settings()
+    lease = Lease(store(), job_id, shard, s.shard_lease_s)
     try:
-        run_shard(
-            context(), job_id, shard, keep_documents=s.keep_documents, on_final=dispatch_event
-        )
+        with lease:
+            run_shard(
+                context(), job_id, shard, keep_documents=s.keep_documents, on_final=dispatch_event
+            )
     except RetryableError as exc:
+        now = time.time()
+        since = failing_since if failing_since is not None else now
+        if now - since >= s.task_retry_budget_s:
+            raise  # out of time: on_failure gives the shard's documents an error
         delay = get_exponential_backoff_interval(
             s.task_retry_backoff_s, self.request.retries, s.task_retry_backoff_max_s, True
         )
         log.warning("job %s shard %d: %s; retrying in %ds", job_id, shard, exc.message, delay)
-        raise self.retry(exc=exc, countdown=delay, max_retries=s.task_max_retries) from exc
+        lease.extend(delay)
+        raise self.retry(exc=exc, countdown=delay, kwargs={"failing_since": since}) from exc
+    lease.release()
 
 
 @app.task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)  # attempts are counted in Redis

@@ -30,6 +30,7 @@ from docq.store import connection
 from docq.store.codec import Document, decode, pack_shard, unpack_shard
 from docq.store.deliveries import Deliveries, WebhookTarget
 from docq.store.idempotency import IdempotencyKeys
+from docq.store.recovery import Recovery
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,22 +44,29 @@ class ShardDocument:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """A job's status after a write, and whether this very call made the job final."""
+    """A job's status after a write, whether this very call made the job final, and
+    whether it wrote anything (a completed shard is not written again by a run that
+    failed as many documents or more)."""
 
     status: JobStatus | None  # None when the job no longer exists
     performed: bool
+    written: bool = True
 
 
 def _transition(reply: list[bytes]) -> Transition:
-    status, performed = reply
-    return Transition(JobStatus(status.decode()) if status else None, int(performed) == 1)
+    status, performed, *written = reply
+    return Transition(
+        JobStatus(status.decode()) if status else None,
+        int(performed) == 1,
+        not written or int(written[0]) == 1,
+    )
 
 
 class JobStore:
     """Reads and writes jobs; one instance per process (it holds a connection pool).
 
-    `deliveries` (webhook delivery state) and `idempotency` (Idempotency-Keys) share its
-    client."""
+    `deliveries` (webhook delivery state), `idempotency` (Idempotency-Keys) and `recovery`
+    (shard leases, jobs not yet enqueued: the sweeper's) share its client."""
 
     def __init__(self, client: redis.Redis, *, shard_size: int, ttl_s: int) -> None:
         self.r = client
@@ -66,6 +74,7 @@ class JobStore:
         self.ttl_s = ttl_s
         self.deliveries = Deliveries(client)
         self.idempotency = IdempotencyKeys(client)
+        self.recovery = Recovery(client)
         self._complete = connection.script(client, "complete_shard")
         self._running = connection.script(client, "mark_running")
         self._cancel = connection.script(client, "cancel")
@@ -129,19 +138,25 @@ class JobStore:
                     },
                 )
                 p.expire(keys.webhook(job_id), self.ttl_s)
+            # Listed until its shards are enqueued: the sweeper enqueues a job left behind.
+            p.zadd(keys.unenqueued(), {job_id: now})
             p.execute()
         return self.get_job(job_id)
 
     def delete_job(self, job_id: str, shards: int) -> None:
         """Remove a job that could not be enqueued, so that a failed upload leaves nothing."""
-        self.r.delete(
-            keys.job(job_id),
-            keys.results(job_id),
-            keys.shards_done(job_id),
-            keys.webhook(job_id),
-            keys.webhook_attempts(job_id),
-            *(keys.shard(job_id, n) for n in range(shards)),
-        )
+        with self.r.pipeline(transaction=True) as p:
+            p.delete(
+                keys.job(job_id),
+                keys.results(job_id),
+                keys.shards_done(job_id),
+                keys.answers(job_id),
+                keys.webhook(job_id),
+                keys.webhook_attempts(job_id),
+                *(keys.shard(job_id, n) for n in range(shards)),
+            )
+            p.zrem(keys.unenqueued(), job_id)
+            p.execute()
 
     # --- reading ------------------------------------------------------------------
     def get_job(self, job_id: str, *, tenant: str | None = None) -> JobRecord:
@@ -215,8 +230,11 @@ class JobStore:
         """Write a shard's results and progress atomically (and, with `drop_documents`, delete
         its documents); says whether this call made the job final.
 
-        Safe to call twice for the same shard: results overwrite, counters do not double,
-        and only one call ever reports the final transition.
+        Safe to call twice for the same shard: a completed shard is written again only by
+        a run with fewer failed documents (a late give-up never overwrites results, a
+        duplicate run answers nothing twice), counters do not double, and only one call ever
+        reports the final transition. Each write of a document's result is counted
+        (`answers`).
         """
         failed = sum(1 for _, r in results if "error" in r)
         args: list[Any] = [n, failed, repr(time.time()), int(drop_documents)]
@@ -229,6 +247,7 @@ class JobStore:
                 keys.shards_done(job_id),
                 keys.webhook(job_id),
                 keys.shard(job_id, n),
+                keys.answers(job_id),
             ],
             args=args,
         )
@@ -243,6 +262,14 @@ class JobStore:
     def shard_completed(self, job_id: str, n: int) -> bool:
         """Whether shard n has results (so a redelivery of it has nothing left to do)."""
         return bool(self.r.hexists(keys.shards_done(job_id), str(n)))
+
+    def completed_shards(self, job_id: str) -> set[int]:
+        """The shards of a job that have results."""
+        return {int(n) for n in self.r.hkeys(keys.shards_done(job_id))}
+
+    def answers(self, job_id: str) -> dict[int, int]:
+        """How many times each document's result was written (the exactly-once ledger)."""
+        return {int(i): int(c) for i, c in self.r.hgetall(keys.answers(job_id)).items()}
 
     def request_cancel(self, job_id: str) -> Transition:
         """Cancel a job that is not final; says whether this call cancelled it."""

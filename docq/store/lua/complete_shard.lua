@@ -1,12 +1,21 @@
--- KEYS: job, results, shard ledger, webhook, shard documents.
+-- KEYS: job, results, shard ledger, webhook, shard documents, answers.
 -- ARGV: shard, failed, now, drop documents (0/1), then index/result pairs.
--- Returns {status after the write, 1 if this call made the job final}; {"", 0} when the job
--- no longer exists. Results and ledger expire with the job record (retention).
--- Runs after open_event.lua (prepended at load).
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0} end
+-- Returns {status after the call, 1 if this call made the job final, 1 if it wrote};
+-- {"", 0, 0} when the job no longer exists. Results, ledger and answers expire with the job record (retention).
+-- A shard already completed is written again only by a run with fewer failed documents
+-- (a redelivery that classified what an earlier run gave up on); any other run leaves it
+-- as it is, so a duplicate run answers nothing twice and a late give-up (fail_shard) never
+-- overwrites results. Runs after open_event.lua (prepended at load).
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0, 0} end
 local shard, failed, now = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 local before = redis.call('HGET', KEYS[3], shard)
+if before and failed >= tonumber(before) then
+  return {redis.call('HGET', KEYS[1], 'status'), 0, 0}
+end
+for i = 5, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('HINCRBY', KEYS[6], ARGV[i], 1)
+end
 if before then
   redis.call('HINCRBY', KEYS[1], 'documents_failed', failed - tonumber(before))
 else
@@ -19,6 +28,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl > 0 then
   redis.call('PEXPIRE', KEYS[2], pttl)
   redis.call('PEXPIRE', KEYS[3], pttl)
+  redis.call('PEXPIRE', KEYS[6], pttl)
 end
 local status = redis.call('HGET', KEYS[1], 'status')
 if (status == 'queued' or status == 'running')
@@ -31,6 +41,6 @@ if (status == 'queued' or status == 'running')
     redis.call('HSET', KEYS[1], 'error', 'no document could be classified')
   end
   open_event(KEYS[4], status)
-  return {status, 1}
+  return {status, 1, 1}
 end
-return {status, 0}
+return {status, 0, 1}

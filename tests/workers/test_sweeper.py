@@ -1,0 +1,112 @@
+"""workers.sweeper: leases of running shards and the sweep that recovers what a dead process
+left behind, against a real redis-server that is also the broker (queue lengths are read
+from it; no worker consumes them)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from celery import Celery
+
+from devstack.services import redis_server
+from docq.config import Settings
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, make_celery
+from docq.store import Document, JobStore
+from workers.sweeper import Lease, sweep
+
+LEASE_S = 30.0
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> Iterator[str]:
+    with redis_server(tmp_path / "redis") as url:  # its own: leases are global keys
+        yield url
+
+
+@pytest.fixture
+def store(url: str) -> JobStore:
+    return JobStore.from_url(url, shard_size=4, ttl_s=3600)
+
+
+@pytest.fixture
+def celery(url: str) -> Celery:
+    return make_celery(Settings(redis_url=url))
+
+
+def queued(url: str) -> dict[str, int]:
+    r = redis.Redis.from_url(url)
+    return {q: int(r.llen(q)) for q in (CPU_QUEUE, PRIORITY_QUEUE)}
+
+
+def docs(n: int) -> list[Document]:
+    return [Document(f"d{i}", f"text {i}") for i in range(n)]
+
+
+def ok(index: int) -> tuple[int, dict]:
+    return index, {"id": f"d{index}", "label": "invoice", "scores": {"invoice": 1.0}, "windows": 1}
+
+
+def test_a_live_lease_is_left_alone_and_an_expired_one_is_enqueued_once(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    job = store.create_job("doc-type", docs(8))
+    store.recovery.enqueued(job.id)
+    with Lease(store, job.id, 1, LEASE_S):
+        now = time.time()
+        assert sweep(store, celery, lease_s=LEASE_S, now=now) == 0  # still held
+        assert queued(url) == {CPU_QUEUE: 0, PRIORITY_QUEUE: 0}
+        later = now + LEASE_S + 1  # the worker died: nobody renewed it
+        assert sweep(store, celery, lease_s=LEASE_S, now=later) == 1
+        assert queued(url) == {CPU_QUEUE: 1, PRIORITY_QUEUE: 0}
+        assert sweep(store, celery, lease_s=LEASE_S, now=later + 2 * LEASE_S) == 0  # dropped
+    assert store.recovery.held() == {}
+
+
+def test_an_expired_lease_of_a_done_shard_enqueues_nothing(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    job = store.create_job("doc-type", docs(8), priority=True)
+    store.recovery.enqueued(job.id)
+    store.recovery.hold(job.id, 0, time.time())
+    store.finish_shard(job.id, 0, [ok(i) for i in range(4)])  # done; the worker died at ack
+    assert sweep(store, celery, lease_s=LEASE_S, now=time.time() + 1) == 0
+    assert queued(url) == {CPU_QUEUE: 0, PRIORITY_QUEUE: 0}
+    assert store.recovery.held() == {}
+
+
+def test_a_lease_taken_again_while_being_swept_is_kept(store: JobStore) -> None:
+    job = store.create_job("doc-type", docs(4))
+    store.recovery.hold(job.id, 0, 1.0)
+    [(_, _, claim)] = store.recovery.claim_expired(2.0, LEASE_S)
+    store.recovery.hold(job.id, 0, 100.0)  # its new run started
+    store.recovery.drop_lease(job.id, 0, claim)
+    assert store.recovery.held() == {(job.id, 0): 100.0}
+
+
+def test_a_job_never_enqueued_is_enqueued_in_its_lane_after_the_grace(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    bulk = store.create_job("doc-type", docs(10))  # 3 shards, the API died before enqueueing
+    small = store.create_job("doc-type", docs(2), priority=True)
+    store.finish_shard(bulk.id, 1, [ok(i) for i in range(4, 8)])  # a shard already done
+    enqueued = store.create_job("doc-type", docs(4))
+    store.recovery.enqueued(enqueued.id)  # this one's API process enqueued it
+    now = time.time()
+    assert sweep(store, celery, lease_s=LEASE_S, now=now) == 0  # within the grace
+    assert sweep(store, celery, lease_s=LEASE_S, now=now + LEASE_S + 1) == 3
+    assert queued(url) == {CPU_QUEUE: 2, PRIORITY_QUEUE: 1}
+    assert sweep(store, celery, lease_s=LEASE_S, now=now + 3 * LEASE_S) == 0  # once
+    assert small.id  # (its shard went to the priority lane above)
+
+
+def test_a_job_removed_after_a_failed_enqueue_is_not_swept(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    job = store.create_job("doc-type", docs(4))
+    store.delete_job(job.id, job.shards)
+    assert sweep(store, celery, lease_s=LEASE_S, now=time.time() + 2 * LEASE_S) == 0
+    assert queued(url) == {CPU_QUEUE: 0, PRIORITY_QUEUE: 0}
