@@ -112,8 +112,8 @@ def validate(
     candidate: Annotated[
         list[str],
         typer.Option(
-            help="What to check (repeatable): onnx:PATH, torch:fp16|bf16|fp32[:cuda], "
-            "triton:HOST:PORT/MODEL or tensorrt:PATH."
+            help="What to check (repeatable): onnx:PATH, openvino:[fp32|bf16:]PATH, "
+            "torch:fp16|bf16|fp32[:cuda], triton:HOST:PORT/MODEL or tensorrt:PATH."
         ),
     ],
     reference: Annotated[
@@ -163,11 +163,14 @@ def convert(
     ],
     name: Annotated[str, typer.Option(help="The model's name in the Triton repository.")],
     runtime: Annotated[
-        str, typer.Option(help="onnx-cpu, onnxruntime, torch-gpu or tensorrt.")
+        str, typer.Option(help="onnx-cpu, openvino-cpu, onnxruntime, torch-gpu or tensorrt.")
     ] = "onnx-cpu",
     precision: Annotated[
         str | None,
-        typer.Option(help="onnx: fp32|int8; torch-gpu: fp16|bf16|fp32; tensorrt: fp16|fp32."),
+        typer.Option(
+            help="onnx: fp32|int8; openvino-cpu: fp32|bf16; torch-gpu: fp16|bf16|fp32; "
+            "tensorrt: fp16|fp32."
+        ),
     ] = None,
     repository: Annotated[
         Path | None, typer.Option(help="Triton model repository (default: DOCQ_MODEL_REPOSITORY).")
@@ -183,6 +186,13 @@ def convert(
         int,
         typer.Option(help="torch-gpu: CUDA graphs per length bucket of N tokens; 0: eager."),
     ] = 64,
+    fuse: Annotated[
+        bool,
+        typer.Option(
+            help="onnx-cpu/onnxruntime: fuse attention, skip-layer-norm and GELU with ONNX "
+            "Runtime's transformer optimizer."
+        ),
+    ] = False,
     publish: Annotated[
         bool, typer.Option(help="Publish as the next version if the parity gate passes.")
     ] = False,
@@ -224,6 +234,7 @@ def convert(
         instance_count=instances,
         threads=threads,
         graph_seq_step=graph_seq_step,
+        fuse=fuse,
     )
     staged = conv.stage(checkpoint, target, workdir / name)
     for note in staged.notes:

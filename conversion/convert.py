@@ -8,9 +8,11 @@
                    ──publish> <repository>/<name>/<next version>/, renamed into place
 
 One runtime per conversion (README, Models): `onnx-cpu` (Triton's Python backend running
-ONNX Runtime: FP32, or INT8 by dynamic quantization), `onnxruntime` (Triton's ONNX Runtime
-backend, NGC container), `torch-gpu` (Python backend running PyTorch FP16 on a GPU) and
-`tensorrt` (a trtexec engine, FP16 or FP32, NGC container). The config.pbtxt is written by
+ONNX Runtime: FP32, or INT8 by dynamic quantization; `fuse` rewrites the graph with ONNX
+Runtime's transformer optimizer), `openvino-cpu` (Python backend running OpenVINO on the
+ONNX export converted to OpenVINO IR), `onnxruntime` (Triton's ONNX Runtime backend, NGC
+container), `torch-gpu` (Python backend running PyTorch FP16 on a GPU) and `tensorrt` (a
+trtexec engine, FP16 or FP32, NGC container). The config.pbtxt is written by
 conversion/pbtxt.py; for TensorRT its max_batch_size is the engine profile's max batch.
 """
 
@@ -32,6 +34,8 @@ from serving import runtimes
 # Precisions each runtime can be converted to; the first is the default.
 PRECISIONS: dict[str, tuple[str, ...]] = {
     "onnx-cpu": ("fp32", "int8"),
+    # OpenVINO's inference precision (the IR holds FP32 weights either way).
+    "openvino-cpu": ("fp32", "bf16"),
     "onnxruntime": ("fp32", "int8"),
     "torch-gpu": ("fp16", "bf16", "fp32"),
     "tensorrt": ("fp16", "fp32"),
@@ -46,6 +50,10 @@ class Target:
     name: str
     runtime: str = "onnx-cpu"
     precision: str | None = None  # None: the runtime's default (PRECISIONS[runtime][0])
+    # onnx-cpu / onnxruntime: rewrite the ONNX graph with ONNX Runtime's transformer
+    # optimizer (fused attention, skip-layer-norm, bias-GELU): the same FP32 maths in fewer,
+    # faster kernels; the graph then needs ONNX Runtime's contrib operators.
+    fuse: bool = False
     max_batch_size: int = 8
     max_seq_len: int = 512
     stride: int = 64
@@ -69,6 +77,8 @@ class Target:
                 f"not {self.precision}"
             )
         Aggregation(self.aggregation)  # ValueError for an unknown one
+        if self.fuse and self.runtime not in ("onnx-cpu", "onnxruntime"):
+            raise ValueError(f"fuse rewrites ONNX graphs: runtime {self.runtime} has none")
 
     @property
     def dtype(self) -> str:
@@ -79,8 +89,10 @@ class Target:
 
     def classifier_config(self, num_labels: int) -> pbtxt.ClassifierConfig:
         extra = {"precision": self.dtype}
-        if self.runtime == "onnx-cpu":
+        if self.runtime in ("onnx-cpu", "openvino-cpu"):
             extra["intra_op_threads"] = str(self.threads)
+        if self.fuse:
+            extra["graph"] = "fused"
         if self.runtime == "torch-gpu":
             extra["dtype"] = _TORCH_DTYPE_NAMES[self.dtype]
             extra["intra_op_threads"] = str(self.threads)
@@ -121,6 +133,8 @@ class Staged:
         """How `docq validate` runs this build here, or None where its runtime cannot run."""
         if self.target.runtime in ("onnx-cpu", "onnxruntime"):
             return f"onnx:{self.folder / 'model.onnx'}"
+        if self.target.runtime == "openvino-cpu":
+            return f"openvino:{self.target.dtype}:{self.folder / 'model.xml'}"
         if self.target.runtime == "torch-gpu" and torch.cuda.is_available():
             return f"torch:{self.target.dtype}:cuda"
         if self.target.runtime == "tensorrt" and torch.cuda.is_available():
@@ -159,14 +173,24 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     diff: float | None = None
     notes: list[str] = []
     runtime = target.runtime
-    if runtime in ("onnx-cpu", "onnxruntime", "tensorrt"):
+    if runtime in ("onnx-cpu", "onnxruntime", "tensorrt", "openvino-cpu"):
         onnx_path = workdir / "model.onnx"
+        if target.fuse:
+            # The optimizer recognises attention in eager attention's graph, not in SDPA's.
+            model.set_attn_implementation("eager")
         export.export(model, onnx_path)  # onnx.checker's full check runs inside
-        session = export.session(onnx_path, target.threads)
         batches = sample_batches(model.config.vocab_size, target.max_seq_len)
+        if target.fuse:
+            fused = fuse_transformer(model, onnx_path, workdir / "fused.onnx")
+            notes.append(f"ONNX Runtime's transformer optimizer fused {fused}")
+            onnx_path = workdir / "fused.onnx"
+        session = export.session(onnx_path, target.threads)
         diff = export.max_abs_diff(model, session, batches)
         notes.append(f"ONNX (opset {export.OPSET}) vs PyTorch: max |logit diff| {diff:.2e}")
-        if runtime == "tensorrt":
+        if runtime == "openvino-cpu":
+            ov_diff = to_openvino(onnx_path, folder, target, model, batches)
+            notes.append(f"OpenVINO ({target.dtype}) vs PyTorch: max |logit diff| {ov_diff:.2e}")
+        elif runtime == "tensorrt":
             tensorrt.build_engine(onnx_path, folder / "model.plan", target.profile(), target.dtype)
             notes.append(f"TensorRT {target.dtype} engine, profile {target.profile()}")
         elif target.dtype == "int8":
@@ -182,6 +206,59 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     config = pbtxt.build(target.classifier_config(len(labels)))
     pbtxt.write(config, workdir / "config.pbtxt")
     return Staged(target, folder, config, labels, checkpoint, diff, notes)
+
+
+def fuse_transformer(model: torch.nn.Module, source: Path, dest: Path) -> dict[str, int]:
+    """Rewrite an exported BERT-like graph with ONNX Runtime's transformer optimizer; return
+    how many of each fused operator it made (no Attention: the graph was not recognised)."""
+    from onnxruntime.transformers import optimizer
+
+    config = model.config
+    optimized = optimizer.optimize_model(
+        str(source),
+        model_type="bert",
+        num_heads=config.num_attention_heads,
+        hidden_size=config.hidden_size,
+        opt_level=0,  # fusions only: the serving session applies ORT's own optimizations
+    )
+    optimized.save_model_to_file(str(dest))
+    stats = optimized.get_fused_operator_statistics()
+    return {op: n for op, n in stats.items() if n}
+
+
+def to_openvino(
+    onnx_path: Path,
+    folder: Path,
+    target: Target,
+    model: torch.nn.Module,
+    batches: list[tuple[np.ndarray, np.ndarray]],
+) -> float:
+    """Convert the checked ONNX graph to OpenVINO IR (FP32 weights) in `folder`, install the
+    runtime beside it, and return its largest |logit diff| against PyTorch, as served."""
+    import openvino as ov
+
+    from serving import pb_stub
+
+    # compress_to_fp16 would halve the file and round every weight: parity first.
+    ov.save_model(ov.convert_model(str(onnx_path)), str(folder / "model.xml"), False)
+    runtimes.install("openvino_cpu", folder)
+    served = pb_stub.instance(
+        pb_stub.load_runtime(folder / "model.py"),
+        folder,
+        "CPU",
+        target.max_batch_size,
+        precision=target.dtype,
+        intra_op_threads=str(target.threads),
+    )
+    worst = 0.0
+    with torch.inference_mode():
+        for ids, mask in batches:
+            expected = model(
+                input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)
+            ).logits.numpy()
+            worst = max(worst, float(np.abs(served._run(ids, mask) - expected).max()))
+    served.finalize()
+    return worst
 
 
 def quantize_int8(source: Path, dest: Path) -> Path:

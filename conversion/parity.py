@@ -278,6 +278,25 @@ def onnx_runner(path: Path, threads: int = 2) -> Runner:
     return lambda batch: export.run(session, batch).astype(np.float32, copy=False)
 
 
+def openvino_runner(path: Path, precision: str = "fp32", threads: int = 2) -> Runner:
+    """OpenVINO on CPU through the openvino-cpu runtime's own model code (loaded in-process
+    from serving/runtimes/, as Triton's stub would run it), on the IR at `path`."""
+    from serving import pb_stub
+    from serving.runtimes import SOURCES
+
+    if path.name != "model.xml":
+        raise ValueError(f"the openvino-cpu runtime serves model.xml, not {path.name}")
+    served = pb_stub.instance(
+        pb_stub.load_runtime(SOURCES / "openvino_cpu.py"),
+        path.parent,
+        "CPU",
+        0,
+        precision=precision,
+        intra_op_threads=str(threads),
+    )
+    return lambda batch: served._run(*batch)
+
+
 def triton_runner(url: str, model: str, timeout_s: float = 300.0) -> Runner:
     """The model as a running Triton serves it, over gRPC."""
     import tritonclient.grpc as grpcclient
@@ -344,7 +363,8 @@ def cached(run: Runner) -> Runner:
 def candidate(spec: str, model: PreTrainedModel, threads: int = 2) -> Runner:
     """A runner from its command-line form.
 
-    onnx:PATH               ONNX Runtime on CPU (FP32 or a quantized graph)
+    onnx:PATH               ONNX Runtime on CPU (FP32, fused or quantized graph)
+    openvino:[PREC:]PATH    OpenVINO on CPU, the IR at PATH (model.xml), in fp32 or bf16
     torch:DTYPE[:DEVICE]    the reference checkpoint in fp16/bf16/fp32 on cpu or cuda[:N]
     triton:HOST:PORT/MODEL  a model a running Triton serves (the real runtime)
     tensorrt:PATH           a TensorRT engine (needs tensorrt and a GPU)
@@ -352,6 +372,11 @@ def candidate(spec: str, model: PreTrainedModel, threads: int = 2) -> Runner:
     kind, _, rest = spec.partition(":")
     if kind == "onnx" and rest:
         return onnx_runner(Path(rest), threads)
+    if kind == "openvino" and rest:
+        precision, _, path = rest.partition(":")
+        if precision not in ("fp32", "bf16"):
+            precision, path = "fp32", rest
+        return openvino_runner(Path(path), precision, threads)
     if kind == "torch" and rest:
         dtype, _, device = rest.partition(":")
         return torch_runner(model, device or "cpu", dtype)
@@ -361,8 +386,8 @@ def candidate(spec: str, model: PreTrainedModel, threads: int = 2) -> Runner:
     if kind == "tensorrt" and rest:
         return tensorrt_runner(Path(rest))
     raise ValueError(
-        f"cannot read candidate {spec!r}: expected onnx:PATH, torch:DTYPE[:DEVICE], "
-        "triton:HOST:PORT/MODEL or tensorrt:PATH"
+        f"cannot read candidate {spec!r}: expected onnx:PATH, openvino:[PREC:]PATH, "
+        "torch:DTYPE[:DEVICE], triton:HOST:PORT/MODEL or tensorrt:PATH"
     )
 
 

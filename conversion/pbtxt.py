@@ -18,6 +18,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 # How each runtime is served: (backend, platform) - exactly one of the two is set.
 RUNTIMES: dict[str, tuple[str, str]] = {
     "onnx-cpu": ("python", ""),  # Python backend running ONNX Runtime on CPU
+    "openvino-cpu": ("python", ""),  # Python backend running OpenVINO on CPU
     "torch-gpu": ("python", ""),  # Python backend running PyTorch FP16 on GPU
     "tensorrt": ("", "tensorrt_plan"),  # TensorRT engine (NGC container)
     "onnxruntime": ("", "onnxruntime_onnx"),  # Triton's ONNX Runtime backend (NGC container)

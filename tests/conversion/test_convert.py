@@ -13,7 +13,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from typer.testing import CliRunner
 
 from client.cli import app
-from conversion import convert, pbtxt
+from conversion import convert, parity, pbtxt
 from conversion.checkpoint import load_checkpoint
 from corpus.doc_type import LABELS
 from docq.text.tokens import TOKENIZER_FILES
@@ -215,3 +215,58 @@ def test_sample_batches_pad_every_row_but_the_first() -> None:
     for ids, mask in convert.sample_batches(30522, 64):
         assert ids.shape == mask.shape and mask[0].all()
         assert np.all(ids[mask == 0] == 0)
+
+
+def test_fused_build_holds_onnx_runtimes_fused_transformer_ops(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    target = convert.Target("tiny", fuse=True, max_seq_len=128)
+    built = convert.stage(tiny_checkpoint, target, tmp_path / "fused")
+    graph = onnx.load(str(built.folder / "model.onnx"))
+    ops = {n.op_type for n in graph.graph.node}
+    assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= ops
+    assert "Softmax" not in ops  # every attention block was fused
+    assert built.onnx_max_abs_diff is not None and built.onnx_max_abs_diff < 1e-4
+    assert built.config.parameters["graph"].string_value == "fused"
+    assert built.config.parameters["runtime"].string_value == "onnx-cpu"
+    assert sorted(p.name for p in built.folder.iterdir()) == [
+        "docq_execute.py",
+        "model.onnx",
+        "model.py",
+    ]
+    assert built.gate_candidate() == f"onnx:{built.folder / 'model.onnx'}"
+
+
+def test_openvino_build_ships_fp32_ir_and_its_runtime(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    built = convert.stage(
+        tiny_checkpoint, convert.Target("tiny", "openvino-cpu", max_seq_len=128), tmp_path / "ov"
+    )
+    assert {"model.xml", "model.bin", "model.py", "docq_execute.py"} <= {
+        p.name for p in built.folder.iterdir()
+    }
+    assert "OpenVINO" in (built.folder / "model.py").read_text()
+    assert built.config.backend == "python"
+    assert built.config.instance_group[0].kind == mc.ModelInstanceGroup.KIND_CPU
+    params = {k: v.string_value for k, v in built.config.parameters.items()}
+    assert params["runtime"] == "openvino-cpu" and params["precision"] == "fp32"
+    assert params["intra_op_threads"] == "2"
+    # FP32 weights (not compressed to FP16), and served within float rounding of PyTorch.
+    assert any("OpenVINO (fp32) vs PyTorch" in note for note in built.notes)
+    assert 'element_type="f16"' not in (built.folder / "model.xml").read_text()
+    assert built.gate_candidate() == f"openvino:fp32:{built.folder / 'model.xml'}"
+    model, _ = load_checkpoint(tiny_checkpoint)
+    batch = convert.sample_batches(30522, 128, seed=3)[3]  # 5 rows, 4 of them padded
+    expected = parity.torch_runner(model)(batch)
+    for spec in (built.gate_candidate(), f"openvino:{built.folder / 'model.xml'}"):
+        np.testing.assert_allclose(parity.candidate(spec, model)(batch), expected, atol=1e-4)
+    bf16 = parity.candidate(f"openvino:bf16:{built.folder / 'model.xml'}", model)(batch)
+    assert 1e-4 < np.abs(bf16 - expected).max() < 0.5  # the hint is obeyed: other maths
+
+
+def test_fuse_is_refused_where_there_is_no_onnx_graph() -> None:
+    with pytest.raises(ValueError, match="fuse rewrites ONNX graphs"):
+        convert.Target("m", "openvino-cpu", fuse=True)
+    with pytest.raises(ValueError, match="fp32/bf16"):
+        convert.Target("m", "openvino-cpu", precision="int8")

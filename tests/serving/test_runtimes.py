@@ -1,8 +1,9 @@
 """Every CPU config `docq convert` writes is loaded and served by the real tritonserver.
 
-The tiny checkpoint is converted for onnx-cpu (FP32 and INT8) and torch-gpu (its runtime,
-run by an instance of kind CPU, as the CPU-only server can run it), published into a
-temporary repository, served, and compared with PyTorch. The `onnxruntime` platform needs
+The tiny checkpoint is converted for onnx-cpu (FP32, INT8, and FP32 fused by ONNX Runtime's
+transformer optimizer), openvino-cpu (FP32) and torch-gpu (its runtime, run by an instance
+of kind CPU, as the CPU-only server can run it), published into a temporary repository,
+served, and compared with PyTorch. The `onnxruntime` platform needs
 Triton's ONNX Runtime backend, which only the NGC container ships.
 """
 
@@ -27,6 +28,8 @@ MODELS = {
     "tiny-onnx": convert.Target("tiny-onnx", "onnx-cpu", max_seq_len=128, threads=1),
     "tiny-int8": convert.Target("tiny-int8", "onnx-cpu", "int8", max_seq_len=128, threads=1),
     "tiny-torch": convert.Target("tiny-torch", "torch-gpu", max_seq_len=128, threads=1),
+    "tiny-fused": convert.Target("tiny-fused", "onnx-cpu", max_seq_len=128, threads=1, fuse=True),
+    "tiny-openvino": convert.Target("tiny-openvino", "openvino-cpu", max_seq_len=128, threads=1),
 }
 
 
@@ -50,7 +53,10 @@ def _batch() -> tuple[np.ndarray, np.ndarray]:
     return ids, mask
 
 
-@pytest.mark.parametrize(("name", "atol"), [("tiny-onnx", 1e-4), ("tiny-torch", 1e-4)])
+@pytest.mark.parametrize(
+    ("name", "atol"),
+    [("tiny-onnx", 1e-4), ("tiny-torch", 1e-4), ("tiny-fused", 1e-4), ("tiny-openvino", 1e-4)],
+)
 def test_served_fp32_runtimes_compute_what_pytorch_computes(
     served: str, tiny_checkpoint: Path, name: str, atol: float
 ) -> None:

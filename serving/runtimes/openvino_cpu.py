@@ -1,0 +1,72 @@
+"""Triton Python-backend model for the `openvino-cpu` runtime: OpenVINO on CPU.
+
+Copied to `model_repository/<name>/<version>/model.py` by `docq convert --runtime
+openvino-cpu`, beside the OpenVINO IR it compiles (`model.xml`, `model.bin`: FP32 weights,
+converted from the checked ONNX export). It runs inside Triton's Python-backend stub with
+the project virtualenv's packages (openvino, numpy).
+
+The `precision` parameter is OpenVINO's inference precision: `fp32` by default. OpenVINO's
+CPU plugin would otherwise pick bf16 by itself on a CPU with AMX or AVX-512 BF16, which is
+faster and fails docq's parity gate (bench/RESULTS.md, Parity), so the hint is always set.
+The request loop (reading, padding, splitting, errors) is `docq_execute`, copied beside it
+from serving/runtimes/execute.py; this file only compiles the model and runs it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openvino as ov
+from docq_execute import OUTPUT, execute, parameter  # copied beside this file
+
+# docq precision name -> OpenVINO's inference precision hint
+PRECISIONS = {"fp32": "f32", "bf16": "bf16"}
+
+
+def compile_model(path: Path, precision: str, threads: int) -> ov.CompiledModel:
+    """The IR at `path` compiled for this CPU: one stream (one execution at a time per
+    instance, as onnx-cpu runs), `threads` inference threads, `precision` maths."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {precision!r}")
+    core = ov.Core()
+    return core.compile_model(
+        str(path),
+        "CPU",
+        {
+            "INFERENCE_PRECISION_HINT": PRECISIONS[precision],
+            "INFERENCE_NUM_THREADS": threads,
+            "NUM_STREAMS": 1,
+            "PERFORMANCE_HINT": "LATENCY",
+        },
+    )
+
+
+class TritonPythonModel:
+    """Runs an OpenVINO sequence classifier; pads each execute()'s requests into one call."""
+
+    def initialize(self, args: dict[str, str]) -> None:
+        config = json.loads(args["model_config"])
+        path = Path(args["model_repository"]) / args["model_version"] / "model.xml"
+        self.compiled = compile_model(
+            path,
+            parameter(config, "precision", "fp32"),
+            int(parameter(config, "intra_op_threads", "1")),
+        )
+        # One request object, reused: an instance runs one execution at a time.
+        self.request = self.compiled.create_infer_request()
+
+    def execute(self, requests: list[Any]) -> list[Any]:
+        """One response per request, in order (docq_execute pads them into one call)."""
+        return execute(requests, self._run, "openvino")
+
+    def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        result = self.request.infer({"input_ids": input_ids, "attention_mask": attention_mask})
+        logits = result[self.compiled.output(OUTPUT)]
+        return np.array(logits, dtype=np.float32)  # a copy: the request reuses its buffer
+
+    def finalize(self) -> None:
+        self.request = None
+        self.compiled = None
