@@ -11,6 +11,9 @@ Everything else travels with the call, 64 MiB at most in all:
   The layout of site-packages is kept, so the binaries' RPATHs find their libraries, with
   an empty `pytriton/__init__.py`: on PYTHONPATH, `serving.server` finds the server there.
 - `wheels/`: cp312 manylinux wheels of the Python packages named in WHEELS.
+- `debs/`: Debian's redis-server (the packages named in DEBS: the server and the
+  libraries `ldd` names for it), unpacked there into a folder of their own, never into
+  `/`; remote.sh puts on the loader's path only the libraries the device lacks.
 
     .venv/bin/python -m bench.gpu.pack            # then: run(..., carry=[".devpack"])
 
@@ -49,6 +52,49 @@ WHEELS = [
     "annotated-types==0.8.0",
     "typing-inspection==0.4.5",
     "python-dotenv==1.2.4",
+    # the whole pipeline (bench/gpu/pipeline.py): the API, the Celery workers, the job store
+    "celery==5.7.0",
+    "kombu==5.7.0",
+    "billiard==4.3.2",
+    "vine==5.1.0",
+    "amqp==5.4.2",
+    "click-didyoumean==0.3.1",
+    "click-plugins==1.1.1.2",
+    "click-repl==0.4.1",
+    "prompt-toolkit==3.0.53",
+    "wcwidth==0.9.4",
+    "tzlocal==5.4.5",
+    "redis==8.1.0",
+    "standardwebhooks==1.1.0",
+    "zstandard==0.25.0",
+    "python-json-logger==4.2.0",
+    "fastapi==0.165.0",
+    "starlette==1.10.0",
+    "opentelemetry-api==1.45.2",
+    "python-multipart==0.0.34",
+    "uvicorn==0.54.0",
+    # the old architecture on the same GPU (bench/baseline/app.py)
+    "gunicorn==27.0.1",
+    "uvicorn-worker==0.4.0",
+]
+
+# Debian packages for redis-server (Debian 12's 7.0.15, as `make up` installs it): the
+# server, whose binary is redis-tools' redis-check-rdb, and the libraries `ldd` names for
+# it (libc6, libstdc++6 and libgcc-s1 left out: every image that runs torch has them).
+DEBS = [
+    "redis-server",
+    "redis-tools",
+    "libjemalloc2",
+    "liblzf1",
+    "libatomic1",
+    "libssl3",
+    "libsystemd0",
+    "libcap2",
+    "libgcrypt20",
+    "libgpg-error0",
+    "liblz4-1",
+    "liblzma5",
+    "libzstd1",
 ]
 
 INIT = (
@@ -108,6 +154,14 @@ def download_wheels(dest: Path, pins: list[str]) -> None:
     subprocess.run([*cmd, *pins], check=True)
 
 
+def download_debs(dest: Path, names: list[str]) -> None:
+    """The .deb files of `names` for this machine's Debian release (apt-get download)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.glob("*.deb"):
+        old.unlink()
+    subprocess.run(["apt-get", "download", *names], cwd=dest, check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-server", action="store_true", help="keep the packed server")
@@ -116,6 +170,7 @@ def main() -> None:
     if not args.skip_server or not (DEVPACK / "tritonserver.tar.xz").exists():
         print(f"packed {pack_tritonserver(DEVPACK)}")
     download_wheels(DEVPACK / "wheels", WHEELS)
+    download_debs(DEVPACK / "debs", DEBS)
     total = sum(p.stat().st_size for p in DEVPACK.rglob("*") if p.is_file())
     print(f".devpack: {total / 2**20:.1f} MiB (the call's limit, with the tree: {LIMIT_MIB})")
     if total > (LIMIT_MIB - 8) * 2**20:
