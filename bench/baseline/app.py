@@ -7,8 +7,10 @@ batch at their own length (no batching across documents, no queue in front). Run
     gunicorn bench.baseline.app:app -k uvicorn_worker.UvicornWorker -w 2 -b 127.0.0.1:9090
 
 `BASELINE_CHECKPOINT` names the Hugging Face checkpoint (default: the demo model's, built
-by `python -m conversion.demo` into build/doc-type/checkpoint). This module is not part of
-docq and reads its environment directly for that reason.
+by `python -m conversion.demo` into build/doc-type/checkpoint); `BASELINE_DEVICE` the torch
+device (default `cpu`; `cuda` for the old service on a GPU, bench/gpu/pipeline.py: every
+worker then holds its own FP32 copy in GPU memory). This module is not part of docq and
+reads its environment directly for that reason.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from docq.text.windowing import split
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINT = Path(os.environ.get("BASELINE_CHECKPOINT", ROOT / "build" / "doc-type" / "checkpoint"))
+DEVICE = os.environ.get("BASELINE_DEVICE", "cpu")
 
 # Loaded at import: each Gunicorn worker holds its own copy, as the old service did.
 tokenizer = load_tokenizer(CHECKPOINT)
-model = BertForSequenceClassification.from_pretrained(CHECKPOINT).eval()
+model = BertForSequenceClassification.from_pretrained(CHECKPOINT, dtype=torch.float32)
+model = model.to(DEVICE).eval()
 labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
 spec = window_spec(tokenizer, 512, 64)
 
@@ -49,8 +53,21 @@ def classify(doc: Document) -> dict[str, object]:
     windows = split(0, tokenize(tokenizer, [doc.text])[0], spec)
     ids, mask = pad(windows)
     with torch.inference_mode():
-        logits = model(
-            input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)
-        ).logits.numpy()
+        out = model(
+            input_ids=torch.from_numpy(ids).to(DEVICE),
+            attention_mask=torch.from_numpy(mask).to(DEVICE),
+        )
+        logits = out.logits.cpu().numpy()
     p = aggregate(logits, [w.length for w in windows], labels)
     return {"id": doc.id, "label": p.label, "scores": p.scores, "windows": p.windows}
+
+
+class Documents(BaseModel):
+    documents: list[Document]
+
+
+@app.post("/classify/batch")
+def classify_batch(body: Documents) -> list[dict[str, object]]:
+    """The old service's bulk call: every document in turn, one answer when all are done
+    (what timed out when customers uploaded many long documents at once)."""
+    return [classify(doc) for doc in body.documents]
