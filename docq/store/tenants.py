@@ -16,12 +16,13 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import redis
 
 from docq import keys
 from docq.jobs import JobStatus
-from docq.store.codec import decode
+from docq.store.codec import decode, decode_values
 
 KEY_PREFIX = "dq_"
 
@@ -56,6 +57,11 @@ def _key_id(key: str) -> str | None:
     return key_id if sep and key_id.isalnum() and rest else None
 
 
+def _strings(members: Any) -> list[str]:
+    """A set's members (bytes, as the store's client answers) as sorted strings."""
+    return sorted(m.decode() for m in members)
+
+
 class Tenants:
     """API keys and per-tenant load; shares the job store's client."""
 
@@ -88,8 +94,7 @@ class Tenants:
     def list_keys(self) -> list[ApiKey]:
         """Every key's record, oldest first."""
         found = []
-        for raw_id in sorted(self.r.smembers(keys.api_keys())):
-            key_id = raw_id.decode()
+        for key_id in _strings(self.r.smembers(keys.api_keys())):
             h = decode(self.r.hgetall(keys.api_key(key_id)))
             if h:
                 created = datetime.fromtimestamp(float(h["created_at"]), UTC)
@@ -110,7 +115,7 @@ class Tenants:
         if key_id is None:
             return None
         stored = self.r.hmget(keys.api_key(key_id), ["tenant", "hash"])
-        tenant, digest = (v.decode() if v is not None else None for v in stored)
+        tenant, digest = decode_values(stored)
         # Compared even when the id is unknown, so both refusals take the same time.
         expected = key_hash(self.secret, key)
         if not hmac.compare_digest(expected, digest or "0" * len(expected)) or tenant is None:
@@ -122,7 +127,7 @@ class Tenants:
         """The tenant's queued or running jobs and their unfinished documents; jobs found
         final or expired leave the tenant's set."""
         set_key = keys.tenant_jobs(tenant)
-        job_ids = [m.decode() for m in self.r.smembers(set_key)]
+        job_ids = _strings(self.r.smembers(set_key))
         if not job_ids:
             return TenantLoad(0, 0)
         with self.r.pipeline(transaction=False) as p:
