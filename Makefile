@@ -46,6 +46,10 @@ system:
 	@# The Python-backend stub embeds libpython: Debian ships it apart from the interpreter.
 	@$(BIN)/python -c "import sysconfig,pathlib,sys; d=sysconfig.get_config_var('LIBDIR'); sys.exit(0 if list(pathlib.Path(d).glob('libpython3.11.so*')) or list(pathlib.Path('/usr/lib').rglob('libpython3.11.so*')) else 1)" \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpython3.11 >/dev/null; }
+	@# The browser tests (tests/browser) drive Debian's chromium; only `make test` needs it,
+	@# so a first `make up` does not wait for its download.
+	@case " $(MAKECMDGOALS) " in *" test "*) command -v chromium >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ;; esac
 
 # The demo models are built once (deterministic, a few minutes each on 2 cores) and reused:
 # doc-type (document type) and doc-lang (document language), two models on one Triton.

@@ -637,3 +637,125 @@ def test_launcher_loads_nothing_without_explicit_control(tmp_path: Path, reposit
     argv = launch(tmp_path, env)
     assert "--model-control-mode=none" in argv
     assert not [a for a in argv if a.startswith("--load-model")]
+
+
+# --- the files against their formats' own schemas, offline ----------------------------------
+#
+# Kubernetes: kubernetes-validate (PyPI) carries the API server's OpenAPI schemas of each
+# release; `strict` refuses fields the schema does not know, as `kubectl apply
+# --validate=strict` does. Compose: the compose-spec JSON schema that check-jsonschema (PyPI)
+# vendors. KEDA: cloudcoil-models-keda (PyPI), pydantic models generated from KEDA's CRDs,
+# which type every field; an unknown field is what the API server would prune, so it is
+# looked for by comparing the object with what the model kept of it.
+
+KUBERNETES_VERSION = "1.31.0"  # oldest release still maintained upstream when this was written
+KEDA_KINDS = {"ScaledObject", "TriggerAuthentication"}
+
+
+def test_k8s_objects_match_kubernetes_schemas() -> None:
+    import kubernetes_validate
+
+    checked = 0
+    for obj in k8s_objects():
+        if obj["kind"] in KEDA_KINDS:
+            continue
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.path)
+            pytest.fail(f"{obj['kind']}/{obj['metadata']['name']}: {where}: {exc.message}")
+        checked += 1
+    assert checked >= 10, "the manifests went missing"
+
+
+def test_kubernetes_schemas_refuse_a_wrong_manifest() -> None:
+    """The check above can fail: a misspelt field and a wrong type are refused."""
+    import kubernetes_validate
+
+    deployment = next(o for o in k8s_objects() if o["kind"] == "Deployment")
+    misspelt = json.loads(json.dumps(deployment))
+    misspelt["spec"]["replica"] = 2
+    mistyped = json.loads(json.dumps(deployment))
+    mistyped["spec"]["replicas"] = "two"
+    for wrong in (misspelt, mistyped):
+        with pytest.raises(kubernetes_validate.ValidationError):
+            kubernetes_validate.validate(wrong, KUBERNETES_VERSION, strict=True)
+
+
+def unknown_fields(given: Any, kept: Any, where: str = "") -> list[str]:
+    """Paths of `given` that `kept` (the same object as a model dumped it) lacks."""
+    if isinstance(given, dict) and isinstance(kept, dict):
+        missing = []
+        for key, value in given.items():
+            if key not in kept:
+                missing.append(f"{where}.{key}")
+            else:
+                missing += unknown_fields(value, kept[key], f"{where}.{key}")
+        return missing
+    if isinstance(given, list) and isinstance(kept, list):
+        return [
+            m
+            for i, (g, k) in enumerate(zip(given, kept, strict=True))
+            for m in unknown_fields(g, k, f"{where}[{i}]")
+        ]
+    return []
+
+
+def keda_problems(obj: Obj) -> list[str]:
+    """What KEDA's CRD schema refuses (wrong types, missing fields) or would prune (unknown)."""
+    import pydantic
+    from cloudcoil.models.keda import v1alpha1
+
+    model = getattr(v1alpha1, obj["kind"])
+    try:
+        parsed = model.model_validate(obj)
+    except pydantic.ValidationError as exc:
+        return [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    kept = parsed.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    return [f"{path}: not a field of KEDA's {obj['kind']}" for path in unknown_fields(obj, kept)]
+
+
+def test_keda_objects_match_kedas_crd_schema() -> None:
+    keda = [o for o in k8s_objects() if o["kind"] in KEDA_KINDS]
+    assert {o["kind"] for o in keda} == KEDA_KINDS
+    for obj in keda:
+        assert obj["apiVersion"] == "keda.sh/v1alpha1"
+        assert keda_problems(obj) == [], obj["metadata"]["name"]
+
+
+def test_kedas_schema_refuses_a_wrong_scaled_object() -> None:
+    scaled = next(o for o in k8s_objects() if o["kind"] == "ScaledObject")
+    misspelt = json.loads(json.dumps(scaled))
+    misspelt["spec"]["minReplicaCont"] = 1
+    assert keda_problems(misspelt) == [".spec.minReplicaCont: not a field of KEDA's ScaledObject"]
+    mistyped = json.loads(json.dumps(scaled))
+    mistyped["spec"]["triggers"][0]["metadata"]["listLength"] = 8  # KEDA wants strings
+    assert keda_problems(mistyped)
+    untargeted = json.loads(json.dumps(scaled))
+    del untargeted["spec"]["scaleTargetRef"]
+    assert keda_problems(untargeted)
+
+
+def compose_problems(document: Obj) -> list[str]:
+    from importlib.resources import files
+
+    import jsonschema
+
+    vendor = files("check_jsonschema.builtin_schemas.vendor")
+    schema = json.loads((vendor / "compose-spec.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)  # the draft the schema names
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator.iter_errors(document)
+    ]
+
+
+def test_compose_file_matches_the_compose_spec() -> None:
+    assert compose_problems(compose()) == []
+
+
+def test_compose_spec_refuses_a_wrong_compose_file() -> None:
+    wrong = json.loads(json.dumps(compose()))
+    service = next(iter(wrong["services"].values()))
+    service["restart_policy"] = "always"  # a deploy.restart_policy key, not a service's
+    assert compose_problems(wrong)
