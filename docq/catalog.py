@@ -30,6 +30,25 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 ClientFactory = Callable[[str], grpcclient.InferenceServerClient]
 
+# tritonclient's own channel options, plus round-robin balancing over the addresses a name
+# resolves to: one URL naming a headless Kubernetes Service (one address per ready pod)
+# spreads its requests over every pod instead of pinning a process to the first one.
+_KEEPALIVE = grpcclient.KeepAliveOptions()
+CHANNEL_ARGS = [
+    ("grpc.max_send_message_length", 2**31 - 1),
+    ("grpc.max_receive_message_length", 2**31 - 1),
+    ("grpc.keepalive_time_ms", _KEEPALIVE.keepalive_time_ms),
+    ("grpc.keepalive_timeout_ms", _KEEPALIVE.keepalive_timeout_ms),
+    ("grpc.keepalive_permit_without_calls", _KEEPALIVE.keepalive_permit_without_calls),
+    ("grpc.http2.max_pings_without_data", _KEEPALIVE.http2_max_pings_without_data),
+    ("grpc.lb_policy_name", "round_robin"),
+]
+
+
+def triton_client(url: str) -> grpcclient.InferenceServerClient:
+    """A gRPC client to the Triton endpoint `url` (host:port), balancing over its addresses."""
+    return grpcclient.InferenceServerClient(url, channel_args=CHANNEL_ARGS)
+
 
 @dataclass
 class _Server:
@@ -53,7 +72,7 @@ class ModelCatalog:
         *,
         ttl_s: float = 5.0,
         policy: Policy | None = None,
-        client_factory: ClientFactory = grpcclient.InferenceServerClient,
+        client_factory: ClientFactory = triton_client,
     ) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
         if not urls:

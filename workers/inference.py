@@ -32,6 +32,7 @@ import numpy.typing as npt
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
+from docq.catalog import triton_client
 from docq.errors import DocqError, InferenceUnavailable, ModelError
 from docq.models import ModelSpec
 from docq.text.packing import Batch
@@ -101,7 +102,7 @@ class TritonInference:
         max_in_flight: int,
         timeout_s: float,
         health_interval_s: float = 2.0,
-        client_factory: ClientFactory = grpcclient.InferenceServerClient,
+        client_factory: ClientFactory = triton_client,
     ) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
         if not urls:
