@@ -54,7 +54,9 @@ class StoreRedis(redis.Redis):  # type: ignore[misc]
 
 def connect(url: str) -> StoreRedis:
     """A client (and its connection pool) for the store at `url`; connects lazily."""
-    return StoreRedis.from_url(url, socket_timeout=30, health_check_interval=30)
+    client = StoreRedis.from_url(url, socket_timeout=30, health_check_interval=30)
+    assert isinstance(client, StoreRedis)  # from_url builds the class it is called on
+    return client
 
 
 @cache
