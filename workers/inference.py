@@ -85,6 +85,7 @@ class Endpoint:
     client: Client
     up: bool = True
     in_flight: int = 0
+    failed_checks: int = 0  # health checks failed in a row
     # model -> monotonic time until which it is routed around on this endpoint
     missing: dict[str, float] = field(default_factory=dict)
 
@@ -102,6 +103,7 @@ class TritonInference:
         max_in_flight: int,
         timeout_s: float,
         health_interval_s: float = 2.0,
+        probe_timeout_s: float = 5.0,
         client_factory: ClientFactory = triton_client,
     ) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
@@ -112,6 +114,7 @@ class TritonInference:
         self.max_in_flight = max_in_flight
         self.timeout_s = timeout_s
         self.health_interval_s = health_interval_s
+        self.probe_timeout_s = probe_timeout_s
         self._lock = threading.Lock()
         self._next = 0  # round-robin among endpoints with equally few requests in flight
         self._closed = threading.Event()
@@ -273,21 +276,28 @@ class TritonInference:
     def check_health(self) -> None:
         """Ask every endpoint whether it is ready; take back those that are, leave the rest.
 
-        A down endpoint gets a fresh channel first: gRPC backs off reconnecting a channel
-        whose server died (up to two minutes), which would delay taking it back.
+        An up endpoint is left after two failed checks in a row (one slow answer on a busy
+        host is not an outage; a request that cannot reach it leaves it at once). A down
+        endpoint gets a fresh channel once nothing is in flight on the old one: gRPC backs
+        off reconnecting a channel whose server died (up to two minutes), which would delay
+        taking it back, and closing a channel fails the requests still on it.
         """
         for e in list(self.endpoints):
-            if not e.up:
+            if not e.up and e.in_flight == 0:
                 old, e.client = e.client, self._factory(e.url)
                 _close_quietly(old)
             try:
-                ready = bool(e.client.is_server_ready(client_timeout=self.health_interval_s))
-            except Exception:  # unreachable, refused, timed out: all mean "not now"
-                ready = False
+                ready = bool(e.client.is_server_ready(client_timeout=self.probe_timeout_s))
+                why = "not ready"
+            except Exception as exc:  # unreachable, refused, timed out: all mean "not now"
+                ready, why = False, str(exc) or type(exc).__name__
             if ready:
+                e.failed_checks = 0
                 self.mark_up(e)
             else:
-                self.mark_down(e, "health check failed")
+                e.failed_checks += 1
+                if e.failed_checks >= 2:
+                    self.mark_down(e, f"health check: {why}")
 
     # --- the synchronous form (bench, Triton alone) -------------------------------------
 

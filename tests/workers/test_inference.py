@@ -67,6 +67,8 @@ class FakeServer:
         self.served: list[int] = []  # tag of each batch answered
         self.held: list[Callable[[], None]] = []
         self.clients = 0  # channels opened to it
+        self.slow_probes = 0  # health checks to time out before answering again
+        self.closed_with_requests = 0  # requests on a channel that was closed under them
 
     def answer(self, model: str, tag: int, callback: Callable[..., None]) -> None:
         if not self.alive:
@@ -112,10 +114,14 @@ class FakeClient:
     def is_server_ready(self, headers: Any = None, client_timeout: Any = None) -> bool:
         if not self.server.alive:
             raise InferenceServerException("failed to connect", "StatusCode.UNAVAILABLE")
+        if self.server.slow_probes:
+            self.server.slow_probes -= 1
+            raise InferenceServerException("Deadline Exceeded", "StatusCode.DEADLINE_EXCEEDED")
         return True
 
     def close(self) -> None:
-        pass
+        # gRPC fails what is still in flight on a closed channel: so do the fakes
+        self.server.closed_with_requests += len(self.server.held)
 
 
 class Answers:
@@ -287,4 +293,32 @@ def test_latency_is_recorded_per_endpoint_and_model(n: int) -> None:
     triton.infer(spec(), [batch(t) for t in range(2 * n)])
     after = [sample("docq_triton_request_seconds_count", endpoint=u, model="m") for u in names]
     assert [x - y for x, y in zip(after, before, strict=True)] == [2] * n
+    triton.close()
+
+
+def test_a_slow_health_check_neither_leaves_an_endpoint_nor_cuts_its_requests() -> None:
+    triton, servers = pool("a:8", "b:8")
+    a = servers["a:8"]
+    a.hold = servers["b:8"].hold = True
+    answers = Answers()
+    for tag in range(4):
+        triton.submit(spec(), batch(tag), 0, answers.done(tag))
+    a.slow_probes = 1  # a busy host answers one check too late
+    triton.check_health()
+    assert sample("docq_triton_endpoint_up", endpoint="a:8") == 1
+    a.slow_probes = 3  # twice in a row: left; and a third time
+    triton.check_health()
+    triton.check_health()
+    assert sample("docq_triton_endpoint_up", endpoint="a:8") == 0
+    channels = a.clients
+    triton.check_health()  # requests still on a's channel: it is kept, not replaced
+    assert a.clients == channels and a.closed_with_requests == 0
+    for s in servers.values():
+        for answer in s.held:
+            answer()
+        s.held.clear()
+    assert all(answers.once(t)[1] is None for t in range(4))
+    triton.check_health()  # nothing in flight any more: a fresh channel, and a is back
+    assert a.clients == channels + 1
+    assert sample("docq_triton_endpoint_up", endpoint="a:8") == 1
     triton.close()
