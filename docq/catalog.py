@@ -106,14 +106,11 @@ class ModelCatalog:
 
     def _reconnect(self, i: int) -> None:
         """A fresh channel for an endpoint that failed: gRPC backs off reconnecting the old
-        one (up to minutes) after its server died, which would hide its return."""
+        one (up to minutes) after its server died, which would hide its return. The old
+        client is dropped, not closed: another thread may be in a call on it, and the
+        client closes its channel itself once nothing holds it."""
         with self._lock:
-            old = self._servers[i]
-            self._servers[i] = self._server(old.url)
-        try:
-            old.client.close()
-        except Exception as exc:  # a channel to a dead server may refuse to close cleanly
-            log.debug("closing the client of %s failed: %r", old.url, exc)
+            self._servers[i] = self._server(self._servers[i].url)
 
     def _first(self, call: Callable[[_Server], T], what: str) -> T:
         """`call` on the first endpoint that answers; InferenceUnavailable if none does."""
