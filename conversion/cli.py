@@ -180,7 +180,9 @@ def convert(
     stride: Annotated[int, typer.Option(help="Tokens two windows overlap by.")] = 64,
     aggregation: Annotated[str, typer.Option(help="mean or weighted.")] = "mean",
     opt_batch: Annotated[int, typer.Option(help="TensorRT: batch the engine is tuned for.")] = 2,
-    instances: Annotated[int, typer.Option(help="Model instances Triton runs.")] = 1,
+    instances: Annotated[
+        int | None, typer.Option(help="Model instances Triton runs (default: the runtime's).")
+    ] = None,
     threads: Annotated[int, typer.Option(help="CPU threads per instance / for the gate.")] = 2,
     graph_seq_step: Annotated[
         int,

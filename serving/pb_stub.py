@@ -20,6 +20,10 @@ class Tensor:
     def __init__(self, name: str, array: np.ndarray) -> None:
         self.name, self.array = name, array
 
+    @classmethod
+    def from_dlpack(cls, name: str, tensor: Any) -> Tensor:
+        return cls(name, np.from_dlpack(tensor))
+
 
 class TritonError:
     def __init__(self, message: str) -> None:

@@ -7,8 +7,11 @@ already padded into one array pair; this module reads the requests, pads them to
 calls it once and splits the logits back, so a fix to the loop reaches every runtime.
 
 Inputs are read through DLPack (`np.from_dlpack`), which is right with numpy 1 and 2: the
-stub's `as_numpy()` reads zeros under numpy 2 (Triton 2.51). Outputs are built with
-`pb_utils.Tensor(name, array)`: `Tensor.from_dlpack` on a numpy array crashes the stub.
+stub's `as_numpy()` reads zeros under numpy 2 (Triton 2.51). Outputs from a numpy array are
+built with `pb_utils.Tensor(name, array)` (`Tensor.from_dlpack` on a numpy array crashes the
+stub); under numpy 2 that array reaches the client empty, so a runtime that holds torch
+returns a torch tensor, which goes out through DLPack (`Tensor.from_dlpack`), right with
+either numpy.
 """
 
 from __future__ import annotations
@@ -22,7 +25,14 @@ import triton_python_backend_utils as pb_utils  # provided by the stub at run ti
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "logits"
 
-Run = Callable[[np.ndarray, np.ndarray], np.ndarray]
+Run = Callable[[np.ndarray, np.ndarray], Any]  # logits: a numpy array or a torch tensor
+
+
+def output(logits: Any) -> Any:
+    """The logits output tensor of one request's rows (float32)."""
+    if isinstance(logits, np.ndarray):
+        return pb_utils.Tensor(OUTPUT, np.ascontiguousarray(logits, dtype=np.float32))
+    return pb_utils.Tensor.from_dlpack(OUTPUT, logits.contiguous())  # a torch tensor
 
 
 def parameter(config: dict[str, Any], key: str, default: str) -> str:
@@ -82,8 +92,7 @@ def execute(requests: list[Any], run: Run, runtime: str) -> list[Any]:
         input_ids, attention_mask, bounds = pad([(ids, mask) for _, ids, mask in valid])
         logits = run(input_ids, attention_mask)
         for (i, _, _), (a, b) in zip(valid, bounds, strict=True):
-            out = pb_utils.Tensor(OUTPUT, np.ascontiguousarray(logits[a:b], dtype=np.float32))
-            responses[i] = pb_utils.InferenceResponse(output_tensors=[out])
+            responses[i] = pb_utils.InferenceResponse(output_tensors=[output(logits[a:b])])
     except Exception as exc:  # the runtime failed: every request of this run fails
         for i, _, _ in valid:
             responses[i] = pb_utils.InferenceResponse(

@@ -26,7 +26,11 @@ def staged(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> c
 
 
 def test_onnx_cpu_build_holds_the_checked_graph_and_the_runtime(staged: convert.Staged) -> None:
-    assert sorted(p.name for p in staged.folder.iterdir()) == ["model.onnx", "model.py"]
+    assert sorted(p.name for p in staged.folder.iterdir()) == [
+        "docq_execute.py",
+        "model.onnx",
+        "model.py",
+    ]
     graph = onnx.load(str(staged.folder / "model.onnx"))
     assert {o.domain or "ai.onnx": o.version for o in graph.opset_import}["ai.onnx"] == 18
     dims = [

@@ -1,11 +1,11 @@
-"""The torch-gpu runtime (conversion/runtimes/torch_gpu.py) in-process, with a stand-in for
+"""The torch-gpu runtime (serving/runtimes/torch_gpu.py) in-process, with a stand-in for
 the utilities Triton's Python-backend stub provides.
 
 The CPU tests run everywhere. The CUDA-graph tests run where CUDA is; on the GPU device,
 which has neither docq's dependencies nor a use for its conftest:
 
     python3 -m pytest --noconftest -p no:cacheprovider -o addopts= \\
-        tests/conversion/test_torch_gpu_runtime.py
+        tests/serving/test_torch_gpu_runtime.py
 """
 
 from __future__ import annotations
@@ -76,6 +76,14 @@ def test_buckets(runtime: types.ModuleType) -> None:
     assert runtime.buckets(100, 64) == [64, 100]
 
 
+def test_batch_buckets(runtime: types.ModuleType) -> None:
+    assert runtime.batch_buckets(64, 8) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    assert runtime.batch_buckets(8, 8) == [1, 2, 4, 8]
+    assert runtime.batch_buckets(6, 8) == [1, 2, 4, 6]
+    assert runtime.batch_buckets(5, 1) == [1, 2, 3, 4, 5]
+    assert runtime.batch_buckets(64, 0) == runtime.buckets(64)
+
+
 def test_cpu_instance_answers_each_request_with_its_rows(
     runtime: types.ModuleType, version: Path
 ) -> None:
@@ -104,6 +112,8 @@ def test_gpu_instance_captures_a_graph_per_bucket(runtime: types.ModuleType, ver
     assert set(model.graphs.graphs) == {
         (rows, length) for rows in (1, 2, 4, 8) for length in (32, 64, 96, 128)
     }
+    few = instance(runtime, version, "GPU", dtype="float32", graph_max_batch="2")
+    assert few.graphs.batches == [1, 2]  # larger batches run eagerly
 
 
 @cuda
@@ -125,6 +135,19 @@ def test_graph_replays_compute_what_the_checkpoint_computes(
     small = windows(1, 9, 7)
     (again,) = graphs.execute([request(*small)])[0].output_tensors
     np.testing.assert_allclose(again.array, reference(version, *small), atol=1e-3)
+
+
+@cuda
+@pytest.mark.parametrize(("rows", "length"), [(3, 64), (8, 128), (5, 77)])
+def test_full_windows_run_eagerly_without_a_mask(
+    runtime: types.ModuleType, version: Path, rows: int, length: int
+) -> None:
+    graphs = instance(runtime, version, "GPU", dtype="float32", graph_max_batch="2")
+    rng = np.random.default_rng(rows + length)
+    ids = rng.integers(1000, 30000, (rows, length), dtype=np.int64)
+    mask = np.ones_like(ids)  # every row full: the eager call passes no mask
+    (got,) = graphs.execute([request(ids, mask)])[0].output_tensors
+    np.testing.assert_allclose(got.array, reference(version, ids, mask), atol=1e-3)
 
 
 @cuda
