@@ -52,10 +52,12 @@ class Serving:
     instance_count: int = 1
 
 
-# torch-gpu: no delay, since requests queue while the GPU runs the previous batch anyway,
-# so waiting only adds latency (5.6 ms -> 3.5 ms at (1, 512) one at a time, DESIGN.md);
-# two instances, so that one launches its eager kernels while the other's batch runs.
-SERVING: dict[str, Serving] = {"torch-gpu": Serving(max_queue_delay_us=0, instance_count=2)}
+# torch-gpu (bench/gpu/NOTES.md, measured on an H200 through tritonserver): no delay, since
+# requests queue while the GPU runs the previous batch anyway, so waiting only adds latency
+# (5.6 ms -> 3.5 ms at (1, 512) one at a time). One instance: a second one on the same GPU
+# served no more (1,260 seq/s at (7, 512) either way; its processes take turns on the GPU)
+# and formed smaller batches.
+SERVING: dict[str, Serving] = {"torch-gpu": Serving(max_queue_delay_us=0)}
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,11 @@ class Target:
     # (finer buckets pad less and capture more graphs at load). 0: eager PyTorch.
     graph_seq_step: int = 64
     # torch-gpu: batch buckets are the powers of two below this, then its multiples, up to
-    # graph_max_batch; larger batches run eagerly (their GPU time covers the launches).
+    # graph_max_batch; larger batches run eagerly: past 8 rows of 512 tokens their GPU time
+    # covers the launches and eager skips the mask the graphs hold (9 rows: 10.9 ms eager,
+    # 15.4 ms replayed in a 16-row graph, on an H200).
     graph_batch_step: int = 8
-    graph_max_batch: int = 16
+    graph_max_batch: int = 8
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:

@@ -69,6 +69,21 @@ def test_torch_gpu_build_ships_the_checkpoint_and_its_runtime(
     assert built.onnx_max_abs_diff is None
 
 
+def test_torch_gpu_serving_defaults_are_the_measured_ones() -> None:
+    # bench/gpu/NOTES.md: no batcher delay, one instance, graphs up to 8 rows
+    config = pbtxt.build(convert.Target("g", "torch-gpu").classifier_config(3))
+    assert config.dynamic_batching.max_queue_delay_microseconds == 0
+    assert [g.count for g in config.instance_group] == [1]
+    assert config.parameters["graph_max_batch"].string_value == "8"
+    assert config.parameters["graph_batch_step"].string_value == "8"
+    cpu = pbtxt.build(convert.Target("c", "onnx-cpu").classifier_config(3))
+    assert cpu.dynamic_batching.max_queue_delay_microseconds == 2000
+    own = convert.Target("o", "torch-gpu", max_queue_delay_us=500, instance_count=2)
+    config = pbtxt.build(own.classifier_config(3))
+    assert config.dynamic_batching.max_queue_delay_microseconds == 500
+    assert [g.count for g in config.instance_group] == [2]
+
+
 def test_onnxruntime_build_is_a_platform_model(tiny_checkpoint: Path, tmp_path: Path) -> None:
     built = convert.stage(tiny_checkpoint, convert.Target("tiny", "onnxruntime"), tmp_path / "o")
     assert [p.name for p in built.folder.iterdir()] == ["model.onnx"]
