@@ -3,6 +3,10 @@
     .venv/bin/locust -f bench/locustfile.py --headless -u 4 -r 1 -t 60s \\
         --host http://127.0.0.1:8080
 
+Clients authenticate with DOCQ_API_KEY, else with the development key `make up` made
+(.run/dev-api-key), as `docq submit` does. Like the rest of bench/, this file is not part
+of docq and reads its environment directly.
+
 Each simulated client uploads a job of DOCUMENTS_PER_JOB synthetic business documents,
 polls it to the end and pages through its results; Locust reports upload latency, poll
 latency and a custom "job" entry with the time from upload to the last result.
@@ -10,12 +14,14 @@ latency and a custom "job" entry with the time from upload to the last result.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 
 from locust import HttpUser, between, events, task
 
 from corpus.doc_type import generate
+from devstack.__main__ import DEV_API_KEY
 
 DOCUMENTS_PER_JOB = 50
 CORPUS = [{"id": d.id, "text": d.text} for d in generate(500, seed=4321)]
@@ -25,6 +31,10 @@ class Client(HttpUser):
     """A client application that uploads batches of documents and waits for the results."""
 
     wait_time = between(0.5, 2.0)
+
+    def on_start(self) -> None:
+        key = os.environ.get("DOCQ_API_KEY") or DEV_API_KEY.read_text().strip()
+        self.client.headers["Authorization"] = f"Bearer {key}"
 
     @task
     def classify_a_batch(self) -> None:

@@ -2,9 +2,18 @@
 
 What docq replaced: every Gunicorn/Uvicorn worker loads its own copy of the model, and a
 client sends one synchronous request per document. The document's windows run as one
-batch at their own length (no batching across documents, no queue in front). Run with
+batch padded to the document's own longest window (no batching across documents, no
+queue in front). Run with
 
-    gunicorn bench.baseline.app:app -k uvicorn_worker.UvicornWorker -w 2 -b 127.0.0.1:9090
+    BASELINE_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
+        gunicorn bench.baseline.app:app -k uvicorn_worker.UvicornWorker -w 2 -b 127.0.0.1:9090
+
+Tuned as a careful operator would tune it (bench/pipeline.py sweeps the worker count):
+each worker runs `BASELINE_THREADS` torch threads (workers x threads = cores; the bench
+also sets OMP_NUM_THREADS and MKL_NUM_THREADS to the same number), and runs one model call
+at a time. FastAPI runs a sync endpoint in a thread pool, so without the lock two requests
+in one worker would run two thread teams on the same cores: oversubscription, the untuned
+baseline's flaw. Requests still overlap their tokenizing and HTTP handling with the model.
 
 `BASELINE_CHECKPOINT` names the Hugging Face checkpoint (default: the demo model's, built
 by `python -m conversion.demo` into build/doc-type/checkpoint); `BASELINE_DEVICE` the torch
@@ -16,12 +25,13 @@ reads its environment directly for that reason.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import torch
 from fastapi import FastAPI
 from pydantic import BaseModel
-from transformers import BertForSequenceClassification
+from transformers import AutoModelForSequenceClassification
 
 from docq.text.aggregation import aggregate
 from docq.text.packing import pad
@@ -31,13 +41,17 @@ from docq.text.windowing import split
 ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINT = Path(os.environ.get("BASELINE_CHECKPOINT", ROOT / "build" / "doc-type" / "checkpoint"))
 DEVICE = os.environ.get("BASELINE_DEVICE", "cpu")
+THREADS = int(os.environ.get("BASELINE_THREADS", "0"))  # 0: torch's own default
 
+if THREADS:
+    torch.set_num_threads(THREADS)
 # Loaded at import: each Gunicorn worker holds its own copy, as the old service did.
 tokenizer = load_tokenizer(CHECKPOINT)
-model = BertForSequenceClassification.from_pretrained(CHECKPOINT, dtype=torch.float32)
+model = AutoModelForSequenceClassification.from_pretrained(CHECKPOINT, dtype=torch.float32)
 model = model.to(DEVICE).eval()
 labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
 spec = window_spec(tokenizer, 512, 64)
+model_lock = threading.Lock()  # one model call at a time per worker (see above)
 
 app = FastAPI(title="old architecture (benchmark baseline)")
 
@@ -52,7 +66,7 @@ def classify(doc: Document) -> dict[str, object]:
     """Classify one document synchronously: all its windows in one batch, FP32 eager."""
     windows = split(0, tokenize(tokenizer, [doc.text])[0], spec)
     ids, mask = pad(windows)
-    with torch.inference_mode():
+    with model_lock, torch.inference_mode():
         out = model(
             input_ids=torch.from_numpy(ids).to(DEVICE),
             attention_mask=torch.from_numpy(mask).to(DEVICE),
@@ -71,3 +85,9 @@ def classify_batch(body: Documents) -> list[dict[str, object]]:
     """The old service's bulk call: every document in turn, one answer when all are done
     (what timed out when customers uploaded many long documents at once)."""
     return [classify(doc) for doc in body.documents]
+
+
+@app.get("/threads")
+def threads() -> dict[str, int]:
+    """The worker's torch thread count, so the bench can check what it asked for."""
+    return {"torch_threads": torch.get_num_threads(), "pid": os.getpid()}
