@@ -61,8 +61,10 @@ $(MODEL): | $(STAMP)
 $(LANG_MODEL): | $(STAMP)
 	$(BIN)/python -m conversion.demo_lang
 
+# make bench BENCH_ARGS="--cores 16 --baseline-workers 2,4,8,16 --out bench/pipeline-16c.json"
+# (python -m bench.pipeline --help lists the options; --documents 40 rehearses in minutes)
 bench: install system model
-	$(BIN)/python -m bench.pipeline
+	$(BIN)/python -m bench.pipeline $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build model_repository/*/[0-9]*/
