@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import uuid
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,6 +25,7 @@ STATUS: list[tuple[type[errors.DocqError], int]] = [
     (errors.Unauthorized, 401),
     (errors.NotFound, 404),
     (errors.TenantLimitExceeded, 429),
+    (errors.Overloaded, 429),
     (errors.Conflict, 409),
     (errors.ModelError, 502),
     (errors.RetryableError, 503),
@@ -37,7 +40,7 @@ def status_of(exc: errors.DocqError) -> int:
 def _headers(exc: errors.DocqError, status: int) -> dict[str, str] | None:
     if status == 401:
         return {"WWW-Authenticate": 'Bearer realm="docq"'}
-    if isinstance(exc, errors.TenantLimitExceeded):
+    if isinstance(exc, errors.TenantLimitExceeded | errors.Overloaded):
         return {"Retry-After": str(exc.retry_after_s)}
     if status == 503:
         return {"Retry-After": "5"}
@@ -46,6 +49,14 @@ def _headers(exc: errors.DocqError, status: int) -> dict[str, str] | None:
 
 def body(code: str, message: str, detail: object = None) -> dict[str, object]:
     return {"error": {"code": code, "message": message, "detail": detail}}
+
+
+class ErrorResponse(JSONResponse):
+    """An error as JSON that can always be encoded: text from the request (an id with a
+    lone surrogate, say) is escaped, never a reason for the error answer itself to fail."""
+
+    def render(self, content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def install(app: FastAPI) -> None:
@@ -57,18 +68,41 @@ def install(app: FastAPI) -> None:
         if status >= 500:
             log.warning("%s: %s (%s)", exc.code, exc.message, exc.detail)
         headers = _headers(exc, status)
-        return JSONResponse(body(exc.code, exc.message, exc.detail), status, headers=headers)
+        return ErrorResponse(body(exc.code, exc.message, exc.detail), status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _request(_: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [{"loc": list(e["loc"]), "message": e["msg"]} for e in exc.errors()]
         first = problems[0] if problems else {"loc": [], "message": "invalid request"}
         where = ".".join(str(p) for p in first["loc"])
-        return JSONResponse(
+        return ErrorResponse(
             body("invalid_request", f"{where}: {first['message']}", {"errors": problems}), 422
         )
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse(body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+        return ErrorResponse(body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        """Whatever escapes (a bug): a JSON 500 naming a request id, logged with its
+        traceback under the same id, so a report can be matched to the log."""
+        request_id = uuid.uuid4().hex
+        log.error(
+            "unhandled %s on %s %s (request %s)",
+            type(exc).__name__,
+            request.method,
+            request.url.path,
+            request_id,
+            exc_info=exc,
+        )
+        return ErrorResponse(
+            body(
+                "internal_error",
+                f"internal error; quote request id {request_id} when reporting it",
+                {"request_id": request_id},
+            ),
+            500,
+            headers={"X-Request-ID": request_id},
+        )

@@ -78,7 +78,15 @@ class Settings(BaseSettings):
         description="Longest document text. Long documents are windowed, never truncated, so "
         "this caps the inference cost one document can cause.",
     )
-    results_page_max: int = Field(1000, description="Largest `limit` of a results page.")
+    results_page_max: int = Field(
+        1000, description="Largest `limit` of a results page; a larger one gets 422."
+    )
+    max_parsing_uploads: int = Field(
+        4,
+        description="Uploads one API process parses at once (each in a worker thread, its "
+        "body in memory); one more gets 429 with Retry-After. Higher admits more concurrent "
+        "uploads for up to this many times max_upload_bytes of memory.",
+    )
 
     # --- tenants and access ---------------------------------------------------------
     auth_enabled: bool = Field(
@@ -292,6 +300,8 @@ class Settings(BaseSettings):
             raise ValueError("log_format must be plain or json")
         if self.batch_max_wait_ms < 0 or self.batch_max_queued_windows < 1:
             raise ValueError("batch_max_wait_ms must be >= 0, batch_max_queued_windows >= 1")
+        if self.max_parsing_uploads < 1:
+            raise ValueError("max_parsing_uploads must be >= 1")
         if self.tenant_max_active_jobs < 1:
             raise ValueError("tenant_max_active_jobs must be >= 1")
         if self.tenant_max_queued_documents < self.max_documents_per_job:

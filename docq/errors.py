@@ -17,7 +17,8 @@
      └── RetryableError          the world may heal: Celery retries these with backoff
           ├── InferenceUnavailable   Triton unreachable, overloaded or timed out
           ├── StoreUnavailable       Redis unreachable
-          └── QueueUnavailable       the broker did not take a job's tasks
+          ├── QueueUnavailable       the broker did not take a job's tasks
+          └── Overloaded             the API is parsing all the uploads it may (429)
 
 Only the API maps these to HTTP (api/errors.py); only RetryableError is retried.
 """
@@ -137,3 +138,10 @@ class QueueUnavailable(RetryableError):
     """The broker did not take a job's tasks (the job was not created)."""
 
     code = "queue_unavailable"
+
+
+class Overloaded(RetryableError):
+    """The API process is parsing as many uploads as it may at once; retry shortly."""
+
+    code = "overloaded"
+    retry_after_s = 2  # an upload is parsed in seconds

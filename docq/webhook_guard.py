@@ -27,6 +27,26 @@ MAX_URL_CHARS = 2048
 # names without DNS.
 Resolver = Callable[[str, int], list[str]]
 
+# Never a webhook target, not even where private networks are allowed (`make up`, a
+# receiver on the same network): link-local ranges, where the cloud metadata services
+# hand out credentials (169.254.169.254 on AWS, GCP, Azure and others; fd00:ec2::254 on
+# AWS over IPv6), and the other metadata or host-agent addresses clouds use; also the
+# unspecified and multicast ranges, which no receiver listens on.
+NEVER = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "169.254.0.0/16",  # IPv4 link-local, metadata services
+        "fe80::/10",  # IPv6 link-local
+        "fd00:ec2::254/128",  # AWS metadata over IPv6
+        "100.100.100.200/32",  # Alibaba Cloud metadata
+        "168.63.129.16/32",  # Azure host agent (wireserver)
+        "0.0.0.0/8",
+        "::/128",
+        "224.0.0.0/4",
+        "ff00::/8",
+    )
+)
+
 
 # --- secrets ----------------------------------------------------------------------
 
@@ -96,12 +116,23 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def is_never_allowed(address: str) -> bool:
+    """Whether an address is refused even where private networks are allowed (NEVER)."""
+    ip = _ip(address)
+    return any(ip.version == net.version and ip in net for net in NEVER)
+
+
 def is_public(address: str) -> bool:
     """Whether an address is on the public internet: not loopback, private, link-local,
     multicast, reserved, unspecified or shared (and the same for IPv4-mapped IPv6)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    ip = _ip(address)
     return ip.is_global and not (
         ip.is_multicast
         or ip.is_private
@@ -114,10 +145,18 @@ def is_public(address: str) -> bool:
 
 def check_addresses(target: Target, addresses: Sequence[str], *, allow_private: bool) -> str:
     """The address to connect to; WebhookRefused if any address of the host is not public
-    (a name with one private address could be steered to it) unless private is allowed."""
+    (a name with one private address could be steered to it) unless private is allowed,
+    and if any is link-local or a metadata address (NEVER), allowed or not."""
     if not addresses:
         raise WebhookRefused(
             f"webhook host {target.host!r} does not resolve", {"field": "webhook.url"}
+        )
+    never = [a for a in addresses if is_never_allowed(a)]
+    if never:
+        raise WebhookRefused(
+            f"webhook host {target.host!r} resolves to a link-local or cloud metadata "
+            f"address ({never[0]}); refused even where private networks are allowed",
+            {"field": "webhook.url", "address": never[0]},
         )
     if not allow_private:
         private = [a for a in addresses if not is_public(a)]

@@ -84,7 +84,11 @@ def get_results(
         )
         return StreamingResponse(lines, media_type=NDJSON)
     start = _cursor(cursor)
-    limit = min(limit, deps.settings.results_page_max)
+    if limit > deps.settings.results_page_max:
+        raise ValidationError(
+            f"limit {limit} is above the largest page, {deps.settings.results_page_max}",
+            {"field": "limit", "max": deps.settings.results_page_max},
+        )
     data, nxt = deps.store.results_page(job, start, limit)
     return ResultsPage(data=data, next_cursor=None if nxt is None else str(nxt))
 
@@ -110,6 +114,6 @@ def cancel_job(job_id: str, deps: Deps, tenant: Tenant) -> JobPublic:
 def _cursor(raw: str | None) -> int:
     if raw is None or raw == "":
         return 0
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):  # isdigit alone takes "²"
         raise ValidationError(f"invalid cursor {raw!r}", {"field": "cursor"})
     return int(raw)

@@ -9,17 +9,36 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE
+from docq.store import Document, JobStore
+from tests.conftest import TENANT
+
 GOOD = {"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"}
 
 
+def queue_lengths(r: redis.Redis) -> tuple[int, int]:
+    """Tasks waiting on both classification queues: small uploads go to cpu-priority."""
+    return int(r.llen(CPU_QUEUE)), int(r.llen(PRIORITY_QUEUE))
+
+
+@pytest.fixture(scope="module")
+def job_id(redis_url: str) -> str:
+    """A job of the api client's tenant, written directly (not enqueued: no worker needed),
+    before any test's snapshot of the jobs."""
+    store = JobStore.from_url(redis_url, shard_size=8, ttl_s=3600)
+    job = store.create_job("doc-type", [Document("a", "x")], tenant=TENANT)
+    store.recovery.enqueued(job.id)
+    return job.id
+
+
 @pytest.fixture
-def no_job_created(api: TestClient, redis_url: str) -> Iterator[None]:
+def no_job_created(api: TestClient, redis_url: str, job_id: str) -> Iterator[None]:
     r = redis.Redis.from_url(redis_url)
     before = set(r.keys("docq:job:{*}"))  # job records only: other jobs' keys may come and go
-    queued = r.llen("cpu")
+    queued = queue_lengths(r)
     yield
     assert set(r.keys("docq:job:{*}")) == before, "a refused upload created a job"
-    assert r.llen("cpu") == queued, "a refused upload enqueued tasks"
+    assert queue_lengths(r) == queued, "a refused upload enqueued tasks"
 
 
 def error_of(resp) -> dict:
@@ -132,6 +151,17 @@ def test_unknown_job_is_404(api: TestClient) -> None:
         assert error_of(resp)["code"] == "not_found"
 
 
-def test_bad_cursor(api: TestClient, redis_url: str) -> None:
-    resp = api.get("/v1/jobs/nope/results?limit=0")
+@pytest.mark.parametrize("cursor", ["abc", "-1", "1.5", "²", "٣"])
+def test_bad_cursor(api: TestClient, job_id: str, cursor: str) -> None:
+    resp = api.get(f"/v1/jobs/{job_id}/results", params={"cursor": cursor})
     assert resp.status_code == 422
+    err = error_of(resp)
+    assert (err["code"], err["detail"]["field"]) == ("invalid_request", "cursor")
+
+
+def test_limit_above_the_page_max_is_refused_not_clamped(api: TestClient, job_id: str) -> None:
+    page_max = api.app.state.resources.settings.results_page_max
+    resp = api.get(f"/v1/jobs/{job_id}/results", params={"limit": page_max + 1})
+    assert resp.status_code == 422
+    assert error_of(resp)["detail"] == {"field": "limit", "max": page_max}
+    assert api.get(f"/v1/jobs/{job_id}/results", params={"limit": page_max}).status_code == 200
