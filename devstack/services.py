@@ -67,15 +67,18 @@ def triton_server(
     log: Path,
     extra: list[str] | None = None,
     env: dict[str, str] | None = None,
+    ports: tuple[int, int, int] | None = None,
 ) -> Iterator[str]:
     """A real tritonserver serving `repository`; yields its gRPC address.
 
     `extra`: launcher options and tritonserver arguments (e.g. `--model-control explicit`);
-    `env`: the launcher's environment (DOCQ_* settings such as DOCQ_MODEL_STARTUP).
+    `env`: the launcher's environment (DOCQ_* settings such as DOCQ_MODEL_STARTUP);
+    `ports`: its HTTP, gRPC and metrics ports (default: free ones), e.g. to start a server
+    again at the address of one that died.
     """
     import tritonclient.grpc as grpcclient
 
-    http, grpc, metrics = free_port(), free_port(), free_port()
+    http, grpc, metrics = ports or (free_port(), free_port(), free_port())
     cmd = stack.triton(
         "--http-port",
         str(http),
