@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -10,7 +11,7 @@ from celery import Task
 from celery.utils.time import get_exponential_backoff_interval
 
 from docq import webhooks
-from docq.config import get_settings
+from docq.config import Settings, get_settings
 from docq.errors import DocqError, RetryableError, StoreUnavailable
 from docq.queue import DELIVER_WEBHOOK, PROCESS_SHARD
 from workers import metrics
@@ -48,6 +49,20 @@ def dispatch_event(job_id: str) -> None:
     webhooks.dispatch(store(), app, job_id)
 
 
+def retry_delay(s: Settings, failing_since: float, now: float, retries: int) -> int | None:
+    """Seconds until the next attempt at a shard that has been failing since
+    `failing_since` (exponential backoff with jitter, capped), or None once
+    `task_retry_budget_s` is spent: the budget is time, so an outage of any length within it
+    fails nothing, however many attempts it takes."""
+    left = s.task_retry_budget_s - (now - failing_since)
+    if left <= 0:
+        return None
+    delay = get_exponential_backoff_interval(
+        s.task_retry_backoff_s, retries, s.task_retry_backoff_max_s, True
+    )
+    return max(1, min(delay, math.ceil(left)))  # the last attempt at the end of the budget
+
+
 @app.task(name=PROCESS_SHARD, base=ShardTask, bind=True, max_retries=None)
 def process_shard(self: Task, job_id: str, shard: int, failing_since: float | None = None) -> None:
     """Classify one shard of a job (the message carries ids, never documents), holding
@@ -66,11 +81,9 @@ def process_shard(self: Task, job_id: str, shard: int, failing_since: float | No
     except RetryableError as exc:
         now = time.time()
         since = failing_since if failing_since is not None else now
-        if now - since >= s.task_retry_budget_s:
+        delay = retry_delay(s, since, now, self.request.retries)
+        if delay is None:
             raise  # out of time: on_failure gives the shard's documents an error
-        delay = get_exponential_backoff_interval(
-            s.task_retry_backoff_s, self.request.retries, s.task_retry_backoff_max_s, True
-        )
         log.warning("job %s shard %d: %s; retrying in %ds", job_id, shard, exc.message, delay)
         lease.extend(delay)
         raise self.retry(exc=exc, countdown=delay, kwargs={"failing_since": since}) from exc
