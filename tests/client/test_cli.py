@@ -218,5 +218,14 @@ def test_a_bad_ndjson_file_is_a_usage_error(server: Server, tmp_path: Path) -> N
 
 def test_the_model_toolchain_commands_are_still_there() -> None:
     result = run("--help")
-    for command in ("submit", "status", "results", "cancel", "models", "convert", "validate"):
+    for command in (
+        "submit",
+        "status",
+        "results",
+        "cancel",
+        "models",
+        "convert",
+        "validate",
+        "keys",
+    ):
         assert command in result.stdout

@@ -1,0 +1,102 @@
+"""The client and the CLI against the real API, with a real worker, Redis and tritonserver."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from client import cli, errors
+from client.cli import ExitCode, app
+from client.documents import Limits, from_paths
+from client.sdk import DocqClient
+from corpus.doc_type import LABELS
+from devstack.stack import REPO
+
+pytestmark = pytest.mark.integration
+
+SAMPLES = sorted((REPO / "samples").glob("*.txt"))
+
+
+@pytest.fixture
+def through_api(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's client speaks to the app in process (the `api` fixture's TestClient)."""
+
+    def client(url: str, api_key: str | None, limits: Limits | None = None) -> DocqClient:
+        return DocqClient(url, api_key=api_key, limits=limits, http=api)
+
+    monkeypatch.setattr(cli, "_client", client)
+
+
+def test_a_split_upload_comes_back_whole_and_in_order(api: TestClient, worker: object) -> None:
+    client = DocqClient(http=api, limits=Limits(max_documents=5))
+    submission = client.submit_many(from_paths(SAMPLES), "doc-type")
+    assert len(submission.ids) == 3 and submission.documents == len(SAMPLES)
+    seen = []
+    jobs = client.wait_all(submission.ids, poll_s=0.2, timeout_s=300, on_progress=seen.append)
+    assert {j["status"] for j in jobs} == {"succeeded"}
+    assert seen[-1].done == len(SAMPLES) and seen[-1].finished
+    assert [p.done for p in seen] == sorted(p.done for p in seen)
+    results = list(client.results_all(submission.ids, page=2))
+    assert [r["id"] for r in results] == [p.name for p in SAMPLES]
+    assert all(r["label"] in LABELS for r in results)
+
+
+def test_cli_submit_wait_writes_every_result(
+    through_api: None, worker: object, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.jsonl"
+    args = ["submit", *map(str, SAMPLES), "--model", "doc-type", "--wait", "-o", str(out)]
+    result = CliRunner().invoke(app, [*args, "--max-documents", "7", "--poll", "0.2"])
+    assert result.exit_code == ExitCode.OK, result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in lines] == [p.name for p in SAMPLES]
+    assert all(set(r["scores"]) == set(LABELS) for r in lines)
+    assert f"{len(SAMPLES)}/{len(SAMPLES)}" in result.stderr
+
+
+def test_cli_status_results_cancel_models(
+    through_api: None, worker: object, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    job_id = runner.invoke(app, ["submit", str(SAMPLES[0])]).stdout.strip()
+    status = json.loads(runner.invoke(app, ["status", job_id]).stdout)
+    assert status["id"] == job_id and status["documents"] == 1
+    cancelled = json.loads(runner.invoke(app, ["cancel", job_id]).stdout)
+    assert cancelled["status"] in ("cancelled", "succeeded")  # it may have finished first
+    out = tmp_path / "out.jsonl"
+    assert runner.invoke(app, ["results", job_id, "-o", str(out)]).exit_code == 0
+    models = runner.invoke(app, ["models"])
+    assert models.exit_code == 0 and "doc-type" in models.stdout
+
+
+def test_cli_refused_upload_names_the_servers_reason(through_api: None) -> None:
+    result = CliRunner().invoke(app, ["submit", str(SAMPLES[0]), "--model", "no-such-model"])
+    assert result.exit_code == ExitCode.REFUSED
+    assert result.stderr.startswith("docq: refused (422 ")
+    assert "no-such-model" in result.stderr
+    missing = CliRunner().invoke(app, ["status", "no-such-job"])
+    assert missing.exit_code == ExitCode.REFUSED and "not found" in missing.stderr
+
+
+def test_an_unknown_job_raises_not_found(api: TestClient) -> None:
+    with pytest.raises(errors.NotFound):
+        DocqClient(http=api).job("no-such-job")
+
+
+def test_a_bad_key_is_refused_with_exit_4(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(errors.Unauthorized) as refused:
+        DocqClient(http=api, api_key="not-a-key").models()
+    assert refused.value.status == 401
+
+    def client(url: str, api_key: str | None, limits: Limits | None = None) -> DocqClient:
+        return DocqClient(url, api_key=api_key, limits=limits, http=api)
+
+    monkeypatch.setattr(cli, "_client", client)
+    result = CliRunner().invoke(app, ["models", "--api-key", "not-a-key"])
+    assert result.exit_code == ExitCode.UNAUTHORIZED
+    assert result.stderr.startswith("docq: the server refused the API key (")
+    assert refused.value.message in result.stderr  # the server's own words
