@@ -14,6 +14,10 @@ Everything else travels with the call, 64 MiB at most in all:
 - `debs/`: Debian's redis-server (the packages named in DEBS: the server and the
   libraries `ldd` names for it), unpacked there into a folder of their own, never into
   `/`; remote.sh puts on the loader's path only the libraries the device lacks.
+- `tree.tar.xz` (`--tree`): this checkout's files as they are now, tracked and untracked
+  but not ignored, with TREE.txt (HEAD and the files changed from it). The working tree
+  travels with every call as it is at that moment, while others edit it; a run that must
+  be the one rehearsed unpacks this copy and runs there (bench/gpu/RESULTS-pipeline.md).
 
     .venv/bin/python -m bench.gpu.pack            # then: run(..., carry=[".devpack"])
 
@@ -162,11 +166,42 @@ def download_debs(dest: Path, names: list[str]) -> None:
     subprocess.run(["apt-get", "download", *names], cwd=dest, check=True)
 
 
+def pack_tree(dest: Path) -> Path:
+    """tree.tar.xz: the checkout's files now (git ls-files: tracked and untracked, not
+    ignored) and TREE.txt naming HEAD and what differs from it."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    status = subprocess.run(
+        ["git", "status", "--short"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    out = dest / "tree.tar.xz"
+    with tarfile.open(out, "w:xz", preset=6) as tar:
+        for name in sorted(n.decode() for n in listed if n):
+            if (REPO / name).is_file():  # a deleted file is still listed until committed
+                tar.add(REPO / name, arcname=name, recursive=False)
+        note = f"HEAD {head}changed from it when packed:\n{status}".encode()
+        info = tarfile.TarInfo("TREE.txt")
+        info.size, info.mode = len(note), 0o644
+        tar.addfile(info, io.BytesIO(note))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-server", action="store_true", help="keep the packed server")
+    ap.add_argument("--tree", action="store_true", help="only tree.tar.xz, the checkout now")
     args = ap.parse_args()
     DEVPACK.mkdir(exist_ok=True)
+    if args.tree:
+        print(f"packed {pack_tree(DEVPACK)}")
+        return
     if not args.skip_server or not (DEVPACK / "tritonserver.tar.xz").exists():
         print(f"packed {pack_tritonserver(DEVPACK)}")
     download_wheels(DEVPACK / "wheels", WHEELS)

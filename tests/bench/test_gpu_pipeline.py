@@ -1,0 +1,99 @@
+"""bench/gpu/pipeline.py: the corpus it writes, and the numbers it derives from samples."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.gpu import pipeline
+from corpus.doc_type import generate
+
+
+def test_the_parallel_corpus_is_the_bench_corpus() -> None:
+    assert pipeline.generate_parallel(240, 5, processes=2) == generate(240, 5)
+    assert pipeline.generate_parallel(20, 5, processes=1) == generate(20, 5)
+    with pytest.raises(ValueError):
+        pipeline.generate_parallel(-1, 5, processes=2)
+
+
+def test_window_counts_and_the_longest_documents() -> None:
+    docs = generate(40, 3)
+    counts = pipeline.window_counts(docs, pipeline.DEMO_TOKENIZER)
+    assert len(counts) == 40 and min(counts) >= 1
+    top = pipeline.longest(docs, counts, 5)
+    assert len(top) == 5 and top == sorted(top)
+    assert min(counts[i] for i in top) >= max(c for i, c in enumerate(counts) if i not in top)
+
+
+def test_gpu_window_keeps_the_samples_inside() -> None:
+    samples = [(0.0, 10.0, 100.0), (1.0, 95.0, 900.0), (2.0, 100.0, 1000.0), (3.0, 0.0, 50.0)]
+    got = pipeline.gpu_window(samples, 0.5, 2.5)
+    assert got == {
+        "samples": 2,
+        "util_mean": 97.5,
+        "util_p50": 97.5,
+        "busy_share": 1.0,
+        "memory_max_mib": 1000.0,
+    }
+    assert pipeline.gpu_window(samples, 10, 11) == {"samples": 0}
+
+
+def test_small_jobs_count_only_inside_the_bulk_job() -> None:
+    samples = [
+        (0.5, 1.0, "succeeded"),  # before the bulk job
+        (1.5, 2.0, "succeeded"),
+        (2.0, 3.0, "succeeded"),
+        (3.0, 3.2, "failed"),
+        (9.0, 11.0, "succeeded"),  # ends after it
+    ]
+    got = pipeline.small_job_stats(samples, 1.0, 10.0)
+    assert got["n"] == 2 and got["not_succeeded"] == 1
+    assert got["samples_s"] == [0.5, 1.0] and got["max_s"] == 1.0
+    assert math.isnan(pipeline.small_job_stats([], 0, 1)["p95_s"])
+
+
+def test_cpu_bound_until_the_first_point_near_the_best() -> None:
+    points = [
+        {"workers": 1, "docs_per_s": 100.0},
+        {"workers": 2, "docs_per_s": 190.0},
+        {"workers": 4, "docs_per_s": 365.0},
+        {"workers": 8, "docs_per_s": 400.0},
+        {"workers": 12, "docs_per_s": 395.0},
+    ]
+    assert pipeline.cpu_bound_until(points) == 4
+    assert pipeline.cpu_bound_until(points, share=0.99) == 8
+    assert pipeline.cpu_bound_until([]) is None
+
+
+def test_tiers_sum_the_bulk_workers() -> None:
+    cpu = {"api": 1.0, "bulk worker 0": 2.5, "bulk worker 1": 3.0, "priority worker": 0.5}
+    assert pipeline.tiers(cpu) == {"api": 1.0, "bulk workers": 5.5, "priority worker": 0.5}
+
+
+def test_targets_say_met_missed_or_not_run() -> None:
+    s = {"pipeline_efficiency": 0.93, "ratio": 9.1, "docq_failures": 1, "small_job_p95_s": None}
+    assert list(pipeline.targets_met(s).values()) == [True, False, None]
+    s = {"pipeline_efficiency": 0.8, "ratio": 9.1, "docq_failures": 0, "small_job_p95_s": 0.4}
+    assert list(pipeline.targets_met(s).values()) == [False, True, True]
+    s = {"small_job_p95_s": float("nan")}
+    assert list(pipeline.targets_met(s).values()) == [None, None, None]
+
+
+def test_the_defaults_are_the_issue_s_run_and_tiny_is_small() -> None:
+    full = pipeline.parse_args(["--out", "x.json"])
+    assert full.docs >= 20_000 and full.workers == [1, 2, 4, 8, 12]
+    assert full.baseline_workers == [1, 2, 4, 8]
+    tiny = pipeline.parse_args(["--out", "x.json", "--tiny"])
+    assert tiny.docs < 1000 and max(tiny.workers) <= 2
+
+
+def test_stats_delta_is_what_triton_did_in_between() -> None:
+    before = {"windows": 10, "executions": 2, "requests": 4, "queue_s": 1.0, "compute_s": 2.0}
+    before["rows"] = {"8": 2}
+    after = {"windows": 138, "executions": 4, "requests": 6, "queue_s": 1.5, "compute_s": 2.2}
+    after["rows"] = {"8": 2, "64": 2}
+    d = pipeline.stats_delta(before, after)
+    assert d["windows"] == 128 and d["executions_by_rows"] == {"64": 2}
+    assert d["rows_per_execution"] == 64.0
+    assert d["queue_ms_per_request"] == 250.0 and d["compute_ms_per_request"] == 100.0
