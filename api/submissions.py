@@ -19,6 +19,7 @@ from docq.errors import (
     IdempotencyKeyReused,
     NotFound,
     QueueUnavailable,
+    StoreUnavailable,
     TenantLimitExceeded,
     ValidationError,
 )
@@ -101,10 +102,20 @@ def _create(
     webhook: WebhookTarget | None,
     idempotency: tuple[str, IdempotencyClaim] | None,
 ) -> JobRecord:
-    """Store the job and enqueue its shards; on failure leave nothing behind (nor the key)."""
+    """Store the job and enqueue its shards; on failure leave nothing behind (nor the key).
+
+    The Idempotency-Key is bound before the job is written, and the job is listed as not
+    yet enqueued in the write that creates it: if this process dies between the steps, the
+    sweeper (workers/sweeper.py) enqueues the job and a retry with the same key answers
+    with it, so the retry makes no second job.
+    """
     job_id = idempotency[1].job_id if idempotency else None
     try:
         _admit(deps, tenant, len(documents))
+        if idempotency is not None and not deps.store.idempotency.bind(
+            *idempotency, ttl_s=deps.store.ttl_s
+        ):
+            log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job_id)
         small = len(documents) <= deps.settings.small_job_max_documents
         job = deps.store.create_job(
             model, documents, webhook=webhook, job_id=job_id, priority=small, tenant=tenant
@@ -118,8 +129,10 @@ def _create(
         if idempotency is not None:
             deps.store.idempotency.release(*idempotency)
         raise
-    if idempotency is not None and not deps.store.idempotency.bind(*idempotency):
-        log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job.id)
+    try:
+        deps.store.recovery.enqueued(job.id)
+    except StoreUnavailable as exc:  # the job runs; the sweeper only enqueues it once more
+        log.warning("job %s: enqueued, but not unlisted for the sweeper: %s", job.id, exc)
     return job
 
 

@@ -72,11 +72,13 @@ class IdempotencyKeys:
             if raw is not None:  # else it expired between SET and GET: claim again
                 return IdempotencyClaim.decode(raw)
 
-    def bind(self, digest: str, claim: IdempotencyClaim) -> bool:
-        """From now on the key expires with its job."""
+    def bind(self, digest: str, claim: IdempotencyClaim, ttl_s: int = 0) -> bool:
+        """From now on the key expires with its job; with `ttl_s`, it may be bound before
+        the job is written (and then expires after `ttl_s`, the job's retention), so that
+        an API process dying after writing the job leaves a key that answers with it."""
         key, job = keys.idempotency(digest), keys.job(claim.job_id)
-        return bool(self._bind(keys=[key, job], args=[claim.encode()]))
+        return bool(self._bind(keys=[key, job], args=[claim.encode(), ttl_s * 1000]))
 
     def release(self, digest: str, claim: IdempotencyClaim) -> None:
-        """Free a key whose upload failed, unless someone else holds it by now."""
+        """Free a key whose upload failed (bound or not), unless someone else holds it."""
         self._release(keys=[keys.idempotency(digest)], args=[claim.encode()])
