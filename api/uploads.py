@@ -222,7 +222,7 @@ def _webhook_fields(fields: Any) -> dict[str, Any] | None:
 
 def _parse_ndjson(body: bytes, model: str | None, max_documents: int) -> dict[str, Any]:
     """One document per line (LF or CRLF; blank lines skipped), stopping at the cap."""
-    documents = []
+    documents: list[Any] = []
     for lineno, line in enumerate(io.BytesIO(body), start=1):
         if not line.strip():
             continue

@@ -58,7 +58,7 @@ DIE_BEFORE_ENQUEUE = textwrap.dedent(
 
 
 def job_records(r: redis.Redis) -> set[bytes]:
-    return set(r.keys("docq:job:{*}"))
+    return {k for k in r.keys("docq:job:{*}") if isinstance(k, bytes)}
 
 
 @pytest.mark.timeout(900)

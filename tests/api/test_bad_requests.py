@@ -543,7 +543,7 @@ def footprint(redis_url: str) -> tuple[set[bytes], int, int, int]:
     """Job records, tasks on both classification queues, jobs listed as not enqueued."""
     r = redis.Redis.from_url(redis_url)
     return (
-        set(r.keys("docq:job:{*}")),
+        {k for k in r.keys("docq:job:{*}") if isinstance(k, bytes)},
         int(r.llen(CPU_QUEUE)),
         int(r.llen(PRIORITY_QUEUE)),
         int(r.zcard("docq:unenqueued")),
