@@ -539,7 +539,7 @@ def run_probes(
     probes = [threading.Thread(target=accept_probe), threading.Thread(target=small_probe)]
     for p in probes:
         p.start()
-    while len(accept_ms) < args.accept_uploads:
+    while len(accept_ms) < args.accept_uploads and probes[0].is_alive():
         if http.get(f"/v1/jobs/{bulk_id}").json()["status"] in ("succeeded", "failed"):
             bulk_id, _ = _submit(http, background)
             bulk_jobs += 1
