@@ -1,19 +1,16 @@
 """Send packed batches to one or several Triton servers over gRPC, many requests in flight.
 
-Several servers share the load (DOCQ_TRITON_GRPC_URLS); each batch goes to the server
-with the fewest requests in flight from this process, and a server that stops answering
-loses no batch:
+Several servers share the load (DOCQ_TRITON_GRPC_URLS): each batch goes to the endpoint
+that workers/endpoints.py picks (the up one with the fewest requests in flight), and a
+server that stops answering loses no batch:
 
-    submit(batch) ──> up endpoints, fewest in flight ──> async_infer ──> answered
-                                ^                                            │
-        health thread: every    │           unreachable or model missing: the batch
-        interval, is_server_    │           goes to another endpoint (never failed while
-        ready() on each; a      │           one is up); unreachable marks its endpoint
-        fresh channel for a     │           down until the health check passes again
-        down one ───────────────┘
+    submit(batch) ──> pick ──> async_infer ──> answered: logits, or an error
+                       ^                                   │ unreachable, model missing,
+                       └───── the same batch, elsewhere ───┘ timed out (invalid: failed)
 
-A model that one server does not serve (explicit model control, a server just restarted)
-is routed around for one health interval; the catalogue loads it there on the next shard
+An unreachable endpoint is left until its health check passes again; a model one server
+does not serve (explicit model control, a server just restarted) is routed around there
+for one health interval, and the catalogue loads it there on the next shard
 (docq/catalog.py). Only when no endpoint is left does a batch fail, with the retryable
 InferenceUnavailable: Celery retries the shard after its backoff.
 """
@@ -24,8 +21,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +32,7 @@ from docq.errors import DocqError, InferenceUnavailable, ModelError
 from docq.models import ModelSpec
 from docq.text.packing import Batch
 from workers import metrics
+from workers.endpoints import ClientFactory, Endpoint, Endpoints
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +40,6 @@ Logits = npt.NDArray[np.float32]
 # Called once per request with the batch's logits, or with the error that replaced them.
 Done = Callable[[Logits | None, DocqError | None], None]
 
-
-class Client(Protocol):
-    """The part of tritonclient's gRPC client that inference uses (a fake in unit tests)."""
-
-    def async_infer(self, model_name: str, inputs: Any, callback: Any, **kw: Any) -> Any: ...
-    def is_server_ready(self, headers: Any = None, client_timeout: Any = None) -> bool: ...
-    def close(self) -> None: ...
-
-
-ClientFactory = Callable[[str], Client]
 
 # Why a request failed, as the metrics and the failover see it.
 UNAVAILABLE = "unavailable"  # the server cannot be reached: leave it until it is healthy
@@ -77,22 +63,6 @@ def classify(exc: InferenceServerException) -> str:
     return OTHER
 
 
-@dataclass
-class Endpoint:
-    """One Triton server as this process sees it."""
-
-    url: str
-    client: Client
-    up: bool = True
-    in_flight: int = 0
-    failed_checks: int = 0  # health checks failed in a row
-    # model -> monotonic time until which it is routed around on this endpoint
-    missing: dict[str, float] = field(default_factory=dict)
-
-    def serves(self, model: str, now: float) -> bool:
-        return self.up and self.missing.get(model, 0.0) <= now
-
-
 class TritonInference:
     """gRPC clients to every Triton endpoint; create one per process, after fork."""
 
@@ -106,66 +76,18 @@ class TritonInference:
         probe_timeout_s: float = 5.0,
         client_factory: ClientFactory = triton_client,
     ) -> None:
-        urls = [urls] if isinstance(urls, str) else list(urls)
-        if not urls:
-            raise ValueError("at least one Triton endpoint is needed")
-        self._factory = client_factory
-        self.endpoints = [Endpoint(u, client_factory(u)) for u in urls]
+        self.endpoints = Endpoints(
+            [urls] if isinstance(urls, str) else list(urls),
+            client_factory,
+            health_interval_s=health_interval_s,
+            probe_timeout_s=probe_timeout_s,
+        )
         self.max_in_flight = max_in_flight
         self.timeout_s = timeout_s
-        self.health_interval_s = health_interval_s
-        self.probe_timeout_s = probe_timeout_s
-        self._lock = threading.Lock()
-        self._next = 0  # round-robin among endpoints with equally few requests in flight
-        self._closed = threading.Event()
-        self._health: threading.Thread | None = None
-        for e in self.endpoints:
-            metrics.TRITON_UP.labels(e.url).set(1)
-        if len(self.endpoints) > 1:
-            self._health = threading.Thread(
-                target=self._watch, name="docq-triton-health", daemon=True
-            )
-            self._health.start()
 
-    # --- choosing an endpoint ---------------------------------------------------------
-
-    def pick(self, model: str, exclude: frozenset[str] = frozenset()) -> Endpoint | None:
-        """The up endpoint serving `model` with the fewest requests in flight (ties in
-        turn), counted as taken; None when no endpoint is left."""
-        now = time.monotonic()
-        with self._lock:
-            n = len(self.endpoints)
-            order = [self.endpoints[(self._next + i) % n] for i in range(n)]
-            candidates = [e for e in order if e.url not in exclude and e.serves(model, now)]
-            if not candidates and len(self.endpoints) == 1 and not exclude:
-                # One server: nothing to route to, so try it anyway (it may be back).
-                candidates = order
-            if not candidates:
-                return None
-            best = min(candidates, key=lambda e: e.in_flight)
-            best.in_flight += 1
-            self._next = (self.endpoints.index(best) + 1) % n
-            return best
-
-    def _release(self, endpoint: Endpoint) -> None:
-        with self._lock:
-            endpoint.in_flight -= 1
-
-    def mark_down(self, endpoint: Endpoint, why: str) -> None:
-        """Leave an endpoint until its health check passes."""
-        with self._lock:
-            was_up, endpoint.up = endpoint.up, False
-        if was_up:
-            metrics.TRITON_UP.labels(endpoint.url).set(0)
-            log.warning("triton %s is down (%s); its batches go elsewhere", endpoint.url, why)
-
-    def mark_up(self, endpoint: Endpoint) -> None:
-        with self._lock:
-            was_up, endpoint.up = endpoint.up, True
-            endpoint.missing.clear()
-        if not was_up:
-            metrics.TRITON_UP.labels(endpoint.url).set(1)
-            log.info("triton %s is ready again; it takes batches", endpoint.url)
+    def check_health(self) -> None:
+        """Check every endpoint now (the health thread does so every interval)."""
+        self.endpoints.check_health()
 
     # --- sending ----------------------------------------------------------------------
 
@@ -188,7 +110,7 @@ class TritonInference:
         tried: frozenset[str],
         last: DocqError | None,
     ) -> None:
-        endpoint = self.pick(spec.name, tried)
+        endpoint = self.endpoints.pick(spec.name, tried)
         if endpoint is None:
             done(None, last or InferenceUnavailable(f"no Triton endpoint serves {spec.name!r}"))
             return
@@ -197,7 +119,7 @@ class TritonInference:
 
         def answered(result: grpcclient.InferResult | None, error: object) -> None:
             # Whatever happens, `done` must run exactly once: its caller is waiting for it.
-            self._release(endpoint)
+            self.endpoints.release(endpoint)
             elapsed = time.perf_counter() - started
             if error is not None or result is None:
                 exc = error if isinstance(error, InferenceServerException) else None
@@ -253,10 +175,9 @@ class TritonInference:
             done(None, ModelError(f"model {spec.name!r} rejected the request: {exc.message()}"))
             return
         if reason == UNAVAILABLE and len(self.endpoints) > 1:
-            self.mark_down(endpoint, exc.message() or reason)
+            self.endpoints.mark_down(endpoint, exc.message() or reason)
         elif reason == MODEL_MISSING:
-            with self._lock:
-                endpoint.missing[spec.name] = time.monotonic() + self.health_interval_s
+            self.endpoints.route_around(endpoint, spec.name)
         failure = InferenceUnavailable(
             f"inference on {spec.name!r} failed at {endpoint.url}: {exc.message()}",
             str(exc.status()),
@@ -266,38 +187,6 @@ class TritonInference:
                 "batch for %s failed at %s (%s); trying another", spec.name, endpoint.url, reason
             )
         self._send(spec, batch, priority, done, tried | {endpoint.url}, failure)
-
-    # --- health -------------------------------------------------------------------------
-
-    def _watch(self) -> None:
-        while not self._closed.wait(self.health_interval_s):
-            self.check_health()
-
-    def check_health(self) -> None:
-        """Ask every endpoint whether it is ready; take back those that are, leave the rest.
-
-        An up endpoint is left after two failed checks in a row (one slow answer on a busy
-        host is not an outage; a request that cannot reach it leaves it at once). A down
-        endpoint gets a fresh channel once nothing is in flight on the old one: gRPC backs
-        off reconnecting a channel whose server died (up to two minutes), which would delay
-        taking it back, and closing a channel fails the requests still on it.
-        """
-        for e in list(self.endpoints):
-            if not e.up and e.in_flight == 0:
-                old, e.client = e.client, self._factory(e.url)
-                _close_quietly(old)
-            try:
-                ready = bool(e.client.is_server_ready(client_timeout=self.probe_timeout_s))
-                why = "not ready"
-            except Exception as exc:  # unreachable, refused, timed out: all mean "not now"
-                ready, why = False, str(exc) or type(exc).__name__
-            if ready:
-                e.failed_checks = 0
-                self.mark_up(e)
-            else:
-                e.failed_checks += 1
-                if e.failed_checks >= 2:
-                    self.mark_down(e, f"health check: {why}")
 
     # --- the synchronous form (bench, Triton alone) -------------------------------------
 
@@ -335,15 +224,4 @@ class TritonInference:
         return [r for r in results if r is not None]
 
     def close(self) -> None:
-        self._closed.set()
-        if self._health is not None:
-            self._health.join(timeout=5)
-        for e in self.endpoints:
-            _close_quietly(e.client)
-
-
-def _close_quietly(client: Client) -> None:
-    try:
-        client.close()
-    except Exception as exc:  # closing a channel to a dead server must not stop the worker
-        log.debug("closing a Triton client failed: %r", exc)
+        self.endpoints.close()
