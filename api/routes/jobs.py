@@ -42,7 +42,23 @@ IdempotencyKey = Annotated[
 ]
 
 
-@router.post("", status_code=202, response_model=JobCreated)
+# api/uploads.py reads the body itself (three formats), so FastAPI cannot infer it: declare
+# it, so that /docs shows a body to edit and sends it.
+UPLOAD_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {"type": "object"},
+            "example": {"model": "doc-type", "documents": [{"id": "a", "text": "INVOICE 4711"}]},
+        },
+        NDJSON: {"schema": {"type": "string"}, "example": '{"id": "a", "text": "INVOICE 4711"}\n'},
+    },
+}
+
+
+@router.post(
+    "", status_code=202, response_model=JobCreated, openapi_extra={"requestBody": UPLOAD_BODY}
+)
 async def create_job(
     request: Request,
     response: Response,
