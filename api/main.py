@@ -32,7 +32,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             celery=make_celery(s),
         )
         app.state.resources = resources
-        app.state.scrape_registry = metrics.scrape_registry(s.celery_broker_url, resources.catalog)
+        app.state.scrape_registry = metrics.scrape_registry(
+            s.celery_broker_url, resources.catalog, lanes=s.bulk_lanes
+        )
         # Everything imported and built so far lives as long as the process: move it out of
         # the garbage collector's reach. A full collection otherwise walks ~100k start-up
         # objects (~40 ms on a busy 2-core box), and the allocations of one 1,000-document

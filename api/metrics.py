@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 
 from docq.catalog import ModelCatalog
 from docq.metrics import registry
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, WEBHOOKS_QUEUE
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, WEBHOOKS_QUEUE, consumed_queues
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +35,15 @@ router = APIRouter(include_in_schema=False)
 
 
 class QueueCollector(Collector):
-    """Celery's queues in the broker, read at each scrape (one pipeline round trip)."""
+    """Celery's queues in the broker, read at each scrape (one pipeline round trip). The
+    bulk queue counts as one, `cpu`: its tenant lanes (`lanes` of them) summed."""
 
-    def __init__(self, client: redis.Redis, queues: Sequence[str] = QUEUES) -> None:
+    def __init__(
+        self, client: redis.Redis, queues: Sequence[str] = QUEUES, *, lanes: int = 0
+    ) -> None:
         self.client = client
         self.queues = tuple(queues)
+        self.lists = {q: consumed_queues([q], lanes) for q in self.queues}
 
     def collect(self) -> Iterable[Metric]:
         depth = GaugeMetricFamily(
@@ -56,16 +60,20 @@ class QueueCollector(Collector):
         try:
             pipe = self.client.pipeline(transaction=False)
             for queue in self.queues:
-                for suffix in ("", *_PRIORITY_LISTS):
-                    pipe.llen(queue + suffix)
+                for name in self.lists[queue]:
+                    for suffix in ("", *_PRIORITY_LISTS):
+                        pipe.llen(name + suffix)
             pipe.hlen(Channel.unacked_key)
             counts = pipe.execute()
         except redis.RedisError as exc:  # no numbers rather than wrong ones; /readyz says why
             log.warning("queue depth unavailable: %s", exc)
             return
-        per_queue = len(_PRIORITY_LISTS) + 1
-        for i, queue in enumerate(self.queues):
-            depth.add_metric([queue], sum(counts[i * per_queue : (i + 1) * per_queue]))
+        per_list = len(_PRIORITY_LISTS) + 1
+        start = 0
+        for queue in self.queues:
+            end = start + per_list * len(self.lists[queue])
+            depth.add_metric([queue], sum(counts[start:end]))
+            start = end
         unacked.add_metric([], counts[-1])
         yield depth
         yield unacked
@@ -88,10 +96,12 @@ class TritonCollector(Collector):
         yield ready
 
 
-def scrape_registry(broker_url: str, catalog: ModelCatalog) -> CollectorRegistry:
-    """The registry of what this API reads at scrape time (one per app: its own clients)."""
+def scrape_registry(broker_url: str, catalog: ModelCatalog, *, lanes: int) -> CollectorRegistry:
+    """The registry of what this API reads at scrape time (one per app: its own clients);
+    `lanes`: the bulk_lanes setting."""
     scraped = CollectorRegistry(auto_describe=False)
-    scraped.register(QueueCollector(redis.Redis.from_url(broker_url, socket_timeout=2)))
+    client = redis.Redis.from_url(broker_url, socket_timeout=2)
+    scraped.register(QueueCollector(client, lanes=lanes))
     scraped.register(TritonCollector(catalog))
     return scraped
 

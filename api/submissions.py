@@ -121,7 +121,7 @@ def _create(
             model, documents, webhook=webhook, job_id=job_id, priority=small, tenant=tenant
         )
         try:
-            enqueue_shards(deps.celery, job.id, job.shards, priority=job.priority)
+            enqueue_shards(deps.celery, job, lanes=deps.settings.bulk_lanes)
         except QueueUnavailable as exc:  # leave nothing behind, tell the client
             deps.store.delete_job(job.id, job.shards)
             raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc

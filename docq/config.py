@@ -236,6 +236,14 @@ class Settings(BaseSettings):
         "waits for a 20,000-document one. Raising it lets bigger jobs overtake bulk work; 0 "
         "turns the lane off.",
     )
+    bulk_lanes: int = Field(
+        8,
+        description="Bulk queues (`cpu.0` ... ) that tenants are hashed onto; bulk workers take "
+        "turns among them, so one tenant's backlog holds another's shards back by at most one "
+        "shard per worker thread. More lanes make two tenants sharing one (and its FIFO) "
+        "rarer, for more lists polled per BRPOP and one KEDA trigger each (deploy/k8s/keda.yaml "
+        "lists them). Lowering it strands shards queued in the lanes dropped: drain them first.",
+    )
 
     # --- webhooks and lifecycle ---------------------------------------------------
     webhook_url: str | None = Field(
@@ -302,6 +310,8 @@ class Settings(BaseSettings):
             raise ValueError("batch_max_wait_ms must be >= 0, batch_max_queued_windows >= 1")
         if self.max_parsing_uploads < 1:
             raise ValueError("max_parsing_uploads must be >= 1")
+        if self.bulk_lanes < 1:
+            raise ValueError("bulk_lanes must be >= 1")
         if self.tenant_max_active_jobs < 1:
             raise ValueError("tenant_max_active_jobs must be >= 1")
         if self.tenant_max_queued_documents < self.max_documents_per_job:

@@ -4,10 +4,23 @@ Delivery is at-least-once: a task is acknowledged only after it ran (acks_late),
 back if its worker dies (reject_on_worker_lost), and redelivered by Redis after the
 visibility timeout. Shard tasks are idempotent, so at-least-once runs give exactly-once
 results. Messages carry ids, never documents.
+
+Fairness across tenants: a bulk job's shards go to one of `bulk_lanes` queues, `cpu.0` ...
+`cpu.{N-1}`, picked by a stable hash of its tenant (`bulk_lane`); a bulk worker started with
+`-Q cpu` consumes `cpu` and every lane (workers/app.py adds them), and the Redis transport
+takes turns among a worker's queues (see `configure`). With prefetch 1, a worker that
+finishes a shard polls the other lanes before the one it just served, so another tenant's
+shard waits for at most one shard of each busy lane per free thread, not for a 100,000-
+document backlog. Two tenants whose names hash to the same lane share its FIFO (for two
+tenants the chance is 1/N). Giving each tenant the least-used lane when its first key is
+made would avoid that until there are more tenants than lanes, for a stored assignment that
+every enqueue (the API's and the sweeper's) must read; a hash needs nothing stored. Small
+jobs keep their own lane (PRIORITY_QUEUE), whichever tenant sends them.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -17,7 +30,10 @@ from redis import RedisError
 
 from docq.config import Settings
 from docq.errors import QueueUnavailable
+from docq.jobs import JobRecord
 
+# Bulk jobs: the shards of each tenant's jobs in one of the lanes `cpu.0` ... (bulk_lane);
+# `cpu` itself is what workers are started on, and the fallback route.
 CPU_QUEUE = "cpu"
 # Small jobs: consumed by a worker of their own, so they never queue behind a bulk job.
 PRIORITY_QUEUE = "cpu-priority"
@@ -48,10 +64,20 @@ def configure(app: Celery, settings: Settings) -> None:
         worker_prefetch_multiplier=1,  # a worker holds one shard at a time, others stay queued
         task_default_queue=CPU_QUEUE,
         task_routes={
+            # enqueue_shards names the lane; a shard sent without one still reaches the bulk
+            # workers, which consume `cpu` beside its lanes.
             PROCESS_SHARD: {"queue": CPU_QUEUE},
             DELIVER_WEBHOOK: {"queue": WEBHOOKS_QUEUE},
         },
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout_s,
+            # What makes the lanes fair (kombu/transport/redis.py, Channel: `_brpop_start`
+            # BRPOPs the queues in `_queue_cycle` order and `_brpop_read` calls
+            # `_queue_cycle.rotate(queue)`, which moves the queue just served to the end;
+            # kombu/utils/scheduling.py round_robin_cycle). It is kombu's default; `priority`
+            # would poll in a fixed order and starve every lane after a busy one.
+            "queue_order_strategy": "round_robin",
+        },
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=True,  # Flower shows tasks as they run
@@ -68,17 +94,42 @@ def _broker(what: str) -> Iterator[None]:
         raise QueueUnavailable(f"the broker did not take {what}", str(exc)) from exc
 
 
+def bulk_lanes(lanes: int) -> list[str]:
+    """The names of the tenant lanes of the bulk queue: `cpu.0` ... `cpu.{lanes-1}`."""
+    return [f"{CPU_QUEUE}.{i}" for i in range(lanes)]
+
+
+def bulk_lane(tenant: str, lanes: int) -> str:
+    """The lane of a tenant's bulk jobs: a hash that every process computes alike (not
+    Python's `hash`, which is salted per process)."""
+    digest = hashlib.blake2b(tenant.encode(), digest_size=8).digest()
+    return f"{CPU_QUEUE}.{int.from_bytes(digest, 'big') % lanes}"
+
+
+def shard_queue(job: JobRecord, lanes: int) -> str:
+    """The queue of a job's shards: the small-job lane, or its tenant's bulk lane."""
+    return PRIORITY_QUEUE if job.priority else bulk_lane(job.tenant, lanes)
+
+
+def consumed_queues(queues: Iterable[str], lanes: int) -> list[str]:
+    """What a worker started on `queues` (its `-Q`) consumes: `cpu` brings its lanes."""
+    out: list[str] = []
+    for q in queues:
+        out += [q, *bulk_lanes(lanes)] if q == CPU_QUEUE else [q]
+    return out
+
+
 def enqueue_shards(
-    app: Celery, job_id: str, shards: int | Iterable[int], *, priority: bool = False
+    app: Celery, job: JobRecord, shards: Iterable[int] | None = None, *, lanes: int
 ) -> None:
-    """One task per shard, by id: every shard of the job (a count), or the ones named (the
-    sweeper's); small jobs go to the priority lane's own queue. QueueUnavailable when the
-    broker does not take them."""
-    queue = PRIORITY_QUEUE if priority else CPU_QUEUE
-    numbers = range(shards) if isinstance(shards, int) else shards
-    with _broker(f"the shards of job {job_id}"), app.producer_or_acquire() as producer:
+    """One task per shard, by id, in the job's queue (shard_queue): every shard of the job,
+    or the ones named (the sweeper's). `lanes`: the bulk_lanes setting. QueueUnavailable
+    when the broker does not take them."""
+    queue = shard_queue(job, lanes)
+    numbers = range(job.shards) if shards is None else shards
+    with _broker(f"the shards of job {job.id}"), app.producer_or_acquire() as producer:
         for n in numbers:
-            app.send_task(PROCESS_SHARD, args=[job_id, n], queue=queue, producer=producer)
+            app.send_task(PROCESS_SHARD, args=[job.id, n], queue=queue, producer=producer)
 
 
 def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:

@@ -18,6 +18,7 @@ from celery import Celery
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    celeryd_after_setup,
     task_postrun,
     task_prerun,
     worker_init,
@@ -28,7 +29,7 @@ from celery.signals import (
 from docq import logs
 from docq.catalog import ModelCatalog
 from docq.config import get_settings
-from docq.queue import configure
+from docq.queue import CPU_QUEUE, bulk_lanes, configure
 from docq.store import JobStore
 from workers import metrics
 from workers.batcher import Batcher
@@ -85,6 +86,17 @@ def context() -> WorkerContext:
                 ),
             )
         return _ctx
+
+
+@celeryd_after_setup.connect
+def _consume_bulk_lanes(sender: str, instance: Any, **_: object) -> None:
+    """A worker on `cpu` consumes every tenant lane of the bulk queue too (docq/queue.py):
+    the lane count is one setting, not a list repeated in every `-Q` of the Procfile,
+    compose and Kubernetes. Runs after `-Q` is applied, before consuming starts."""
+    queues = instance.app.amqp.queues
+    if CPU_QUEUE in queues.consume_from:
+        for lane in bulk_lanes(get_settings().bulk_lanes):
+            queues.select_add(lane)
 
 
 @worker_process_init.connect

@@ -130,9 +130,11 @@ class Lease:
 # --- the sweeper --------------------------------------------------------------------
 
 
-def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float) -> int:
+def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float, lanes: int) -> int:
     """Enqueue again every shard whose lease expired by `now` and every job written more
-    than `lease_s` ago whose shards were never enqueued; returns how many shards it enqueued.
+    than `lease_s` ago whose shards were never enqueued, each in the queue the API would
+    have chosen (its tenant's lane; `lanes`: the bulk_lanes setting); returns how many shards
+    it enqueued.
 
     Raises QueueUnavailable or StoreUnavailable; what it had claimed comes due again.
     """
@@ -146,7 +148,7 @@ def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float) -> int
             log.warning(
                 "job %s shard %d: its lease expired (worker lost); enqueued again", job_id, n
             )
-            enqueue_shards(celery, job_id, [n], priority=job.priority)
+            enqueue_shards(celery, job, [n], lanes=lanes)
             enqueued += 1
         store.recovery.drop_lease(job_id, n, claim)
     for job_id, claim in store.recovery.claim_unenqueued(now - lease_s, now):
@@ -162,7 +164,7 @@ def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float) -> int
                 job_id,
                 len(pending),
             )
-            enqueue_shards(celery, job_id, pending, priority=job.priority)
+            enqueue_shards(celery, job, pending, lanes=lanes)
             enqueued += len(pending)
         store.recovery.drop_unenqueued(job_id, claim)
     return enqueued
@@ -173,7 +175,7 @@ def _sweep_forever(celery: Celery, stop: threading.Event) -> None:
     store = JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s)
     while not stop.wait(s.sweep_interval_s):
         try:
-            sweep(store, celery, lease_s=s.shard_lease_s, now=time.time())
+            sweep(store, celery, lease_s=s.shard_lease_s, now=time.time(), lanes=s.bulk_lanes)
         except (StoreUnavailable, QueueUnavailable) as exc:
             log.warning("sweep skipped: %s", exc.message)
         except DocqError as exc:

@@ -12,6 +12,7 @@ import redis
 from fastapi.testclient import TestClient
 
 from docq.config import Settings
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, consumed_queues
 from docq.store import Document, JobStore, WebhookTarget
 from docq.webhook_guard import generate_secret
 from tests.conftest import TENANT, tenant_headers
@@ -32,14 +33,19 @@ def app_with(settings: Settings, **changes: object) -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def nothing_created(redis_url: str) -> Iterator[None]:
+def nothing_created(redis_url: str, settings: Settings) -> Iterator[None]:
     # Workers of the session may be finishing other jobs meanwhile (writing their results
     # and webhook attempts): look for new job records only.
     r = redis.Redis.from_url(redis_url)
-    before, queued = set(r.keys("docq:job:{*}")), r.llen("cpu")
+    shard_queues = [PRIORITY_QUEUE, *consumed_queues([CPU_QUEUE], settings.bulk_lanes)]
+
+    def queued() -> int:
+        return sum(int(r.llen(q)) for q in shard_queues)
+
+    before, waiting = set(r.keys("docq:job:{*}")), queued()
     yield
     assert set(r.keys("docq:job:{*}")) - before == set(), "a refused upload created a job"
-    assert r.llen("cpu") <= queued, "a refused upload enqueued tasks"
+    assert queued() <= waiting, "a refused upload enqueued tasks"
 
 
 def error_of(resp) -> dict:

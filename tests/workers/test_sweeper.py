@@ -14,11 +14,12 @@ from celery import Celery
 
 from devstack.services import redis_server
 from docq.config import Settings
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, make_celery
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, bulk_lane, consumed_queues, make_celery
 from docq.store import Document, JobStore
 from workers.sweeper import Lease, sweep
 
 LEASE_S = 30.0
+LANES = 8
 
 
 @pytest.fixture
@@ -38,8 +39,10 @@ def celery(url: str) -> Celery:
 
 
 def queued(url: str) -> dict[str, int]:
+    """Messages waiting in the small-job lane and in the bulk queue (all its lanes)."""
     r = redis.Redis.from_url(url)
-    return {q: int(r.llen(q)) for q in (CPU_QUEUE, PRIORITY_QUEUE)}
+    bulk = sum(int(r.llen(q)) for q in consumed_queues([CPU_QUEUE], LANES))
+    return {CPU_QUEUE: bulk, PRIORITY_QUEUE: int(r.llen(PRIORITY_QUEUE))}
 
 
 def docs(n: int) -> list[Document]:
@@ -57,12 +60,14 @@ def test_a_live_lease_is_left_alone_and_an_expired_one_is_enqueued_once(
     store.recovery.enqueued(job.id)
     with Lease(store, job.id, 1, LEASE_S):
         now = time.time()
-        assert sweep(store, celery, lease_s=LEASE_S, now=now) == 0  # still held
+        assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=now) == 0  # still held
         assert queued(url) == {CPU_QUEUE: 0, PRIORITY_QUEUE: 0}
         later = now + LEASE_S + 1  # the worker died: nobody renewed it
-        assert sweep(store, celery, lease_s=LEASE_S, now=later) == 1
+        assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=later) == 1
         assert queued(url) == {CPU_QUEUE: 1, PRIORITY_QUEUE: 0}
-        assert sweep(store, celery, lease_s=LEASE_S, now=later + 2 * LEASE_S) == 0  # dropped
+        assert (
+            sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=later + 2 * LEASE_S) == 0
+        )  # dropped
     assert store.recovery.held() == {}
 
 
@@ -73,7 +78,7 @@ def test_an_expired_lease_of_a_done_shard_enqueues_nothing(
     store.recovery.enqueued(job.id)
     store.recovery.hold(job.id, 0, time.time())
     store.finish_shard(job.id, 0, [ok(i) for i in range(4)])  # done; the worker died at ack
-    assert sweep(store, celery, lease_s=LEASE_S, now=time.time() + 1) == 0
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=time.time() + 1) == 0
     assert queued(url) == {CPU_QUEUE: 0, PRIORITY_QUEUE: 0}
     assert store.recovery.held() == {}
 
@@ -96,10 +101,10 @@ def test_a_job_never_enqueued_is_enqueued_in_its_lane_after_the_grace(
     enqueued = store.create_job("doc-type", docs(4))
     store.recovery.enqueued(enqueued.id)  # this one's API process enqueued it
     now = time.time()
-    assert sweep(store, celery, lease_s=LEASE_S, now=now) == 0  # within the grace
-    assert sweep(store, celery, lease_s=LEASE_S, now=now + LEASE_S + 1) == 3
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=now) == 0  # within the grace
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=now + LEASE_S + 1) == 3
     assert queued(url) == {CPU_QUEUE: 2, PRIORITY_QUEUE: 1}
-    assert sweep(store, celery, lease_s=LEASE_S, now=now + 3 * LEASE_S) == 0  # once
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=now + 3 * LEASE_S) == 0  # once
     assert small.id  # (its shard went to the priority lane above)
 
 
@@ -108,5 +113,22 @@ def test_a_job_removed_after_a_failed_enqueue_is_not_swept(
 ) -> None:
     job = store.create_job("doc-type", docs(4))
     store.delete_job(job.id, job.shards)
-    assert sweep(store, celery, lease_s=LEASE_S, now=time.time() + 2 * LEASE_S) == 0
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=time.time() + 2 * LEASE_S) == 0
     assert queued(url) == {CPU_QUEUE: 0, PRIORITY_QUEUE: 0}
+
+
+def test_a_swept_shard_goes_back_to_its_tenants_lane(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    """The sweeper picks the lane as the API does: a tenant's shards stay in one lane."""
+    tenants = ("acme", "globex")
+    assert bulk_lane(tenants[0], LANES) != bulk_lane(tenants[1], LANES)
+    r = redis.Redis.from_url(url)
+    for tenant in tenants:
+        job = store.create_job("doc-type", docs(8), tenant=tenant)
+        store.recovery.enqueued(job.id)
+        store.recovery.hold(job.id, 1, time.time())  # its worker died running shard 1
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=time.time() + 1) == 2
+    for tenant in tenants:
+        assert r.llen(bulk_lane(tenant, LANES)) == 1, tenant
+    assert queued(url) == {CPU_QUEUE: 2, PRIORITY_QUEUE: 0}
