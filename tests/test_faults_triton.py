@@ -1,0 +1,122 @@
+"""Triton stops for 60 s in the middle of a 600-document job: the shards wait and resume,
+no document is marked failed, /readyz says Triton is down while the API stays ready, and
+status and results stay readable throughout. The labels match a fault-free run.
+
+Triton is killed (SIGKILL: no graceful drain) and started again on the same ports, as a
+supervisor would restart it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import tritonclient.grpc as grpcclient
+from fastapi.testclient import TestClient
+
+from corpus.doc_type import generate
+from devstack import stack
+from devstack.services import REPO, celery_worker, free_port, redis_server, wait_for
+from docq.config import Settings
+from docq.store import JobStore
+from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
+from tests.test_e2e import all_results, wait_until_final
+
+pytestmark = pytest.mark.integration
+
+DOCUMENTS = 600
+OUTAGE_S = 60
+
+
+@contextmanager
+def triton_on(ports: tuple[int, int, int], log: Path) -> Iterator[subprocess.Popen]:
+    """tritonserver on fixed ports (so that it can come back where the workers look)."""
+    http, grpc, metrics = ports
+    cmd = stack.triton(
+        *("--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)),
+        *("--model-repository", str(MODEL_REPOSITORY)),
+    )
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
+        )
+    try:
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc}")
+        wait_for(client.is_server_ready, 300, f"tritonserver (log: {log})", proc)
+        client.close()
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(60)
+
+
+def kill(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)  # the launcher and the server it started
+    proc.wait(60)
+
+
+@pytest.mark.timeout(1800)
+def test_a_60_s_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(tmp_path: Path) -> None:
+    from api.main import create_app
+
+    ports = (free_port(), free_port(), free_port())
+    docs = [{"id": d.id, "text": d.text[:300]} for d in generate(DOCUMENTS, seed=91)]
+    log = tmp_path / "triton.log"
+    with redis_server(tmp_path / "redis") as redis_url:
+        s = Settings(
+            redis_url=redis_url,
+            triton_grpc_url=f"127.0.0.1:{ports[1]}",
+            model_repository=MODEL_REPOSITORY,
+            shard_size=8,
+            task_retry_backoff_s=1,
+        )
+        store = JobStore.from_url(redis_url, shard_size=s.shard_size, ttl_s=3600)
+        env = settings_env(s)
+        triton = triton_on(ports, log)
+        server = triton.__enter__()
+        try:
+            with (
+                TestClient(create_app(s), headers=tenant_headers(s)) as api,
+                celery_worker(env, tmp_path / "worker.log", "cpu", concurrency=4),
+            ):
+                reference = api.post("/v1/jobs", json={"documents": docs}).json()
+                ref, _ = wait_until_final(api, reference["id"], timeout=900)
+                assert ref["progress"] == {"documents_done": DOCUMENTS, "documents_failed": 0}
+
+                created = api.post("/v1/jobs", json={"documents": docs}).json()
+                job_id = created["id"]
+                while store.get_job(job_id).documents_done < 64:
+                    time.sleep(0.1)
+                kill(server)
+                ready = api.get("/readyz")
+                assert ready.status_code == 200  # the API still serves
+                assert ready.json()["checks"] == {"redis": True, "triton": False}
+                assert ready.json()["status"] == "degraded"
+                outage_ends = time.monotonic() + OUTAGE_S
+                while time.monotonic() < outage_ends:  # reads stay up, nothing fails
+                    status = api.get(f"/v1/jobs/{job_id}")
+                    assert status.status_code == 200
+                    assert status.json()["progress"]["documents_failed"] == 0
+                    assert api.get(f"/v1/jobs/{job_id}/results").status_code == 200
+                    time.sleep(1)
+                assert store.get_job(job_id).documents_done < DOCUMENTS  # it did wait
+                with triton_on(ports, log):  # back on the same ports
+                    job, _ = wait_until_final(api, job_id, timeout=900)
+                    assert api.get("/readyz").json()["status"] == "ok"
+                assert job["status"] == "succeeded"
+                assert job["progress"] == {"documents_done": DOCUMENTS, "documents_failed": 0}
+                results = all_results(api, job_id, limit=200)
+                expected = all_results(api, reference["id"], limit=200)
+                assert [(r["id"], r["label"]) for r in results] == [
+                    (r["id"], r["label"]) for r in expected
+                ]
+                assert store.answers(job_id) == dict.fromkeys(range(DOCUMENTS), 1)
+        finally:
+            triton.__exit__(None, None, None)
