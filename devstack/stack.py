@@ -110,6 +110,7 @@ def local_stack() -> dict[str, Process]:
         "triton": Process(triton(), nice=TRITON_NICE),
         "api": Process(api()),
         "worker": Process(
+            # `cpu`: the bulk queue with its DOCQ_BULK_LANES tenant lanes (workers/app.py)
             worker("cpu", "cpu", concurrency=SHARD_THREADS, pool="threads"),
             {"DOCQ_WORKER_METRICS_PORT": "9101"},
             WORKER_NICE,

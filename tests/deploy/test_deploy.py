@@ -423,6 +423,7 @@ def test_k8s_flower_matches_procfile() -> None:
 def test_keda_scales_every_worker_queue() -> None:
     deployments = k8s("Deployment")
     scaled = k8s("ScaledObject")
+    lanes = settings_from(config_map()).bulk_lanes  # `-Q cpu` consumes the bulk lanes too
     consumed: dict[str, str] = {}  # queue -> the Deployment KEDA scales on its length
     for name, so in scaled.items():
         spec = so["spec"]
@@ -430,17 +431,36 @@ def test_keda_scales_every_worker_queue() -> None:
         assert target.get("kind", "Deployment") == "Deployment", name
         assert target["name"] in deployments, f"{name} scales a missing Deployment"
         assert 1 <= spec["minReplicaCount"] <= spec["maxReplicaCount"], name
-        lane_queues = celery_options(container_argv(deployments[target["name"]]))["queues"]
+        lane_queues = queue.consumed_queues(
+            celery_options(container_argv(deployments[target["name"]]))["queues"], lanes
+        )
         for trigger in spec["triggers"]:
             assert trigger["type"] == "redis", name
             meta = trigger["metadata"]
-            assert meta["listName"] in queue_names(), f"{meta['listName']} is not a docq queue"
+            known = queue_names() | set(queue.bulk_lanes(lanes))
+            assert meta["listName"] in known, f"{meta['listName']} is not a docq queue"
             assert meta["listName"] in lane_queues, f"{name} scales on another lane's queue"
             assert int(meta["listLength"]) >= 1
             consumed[meta["listName"]] = target["name"]
     for process, argv in procfile_workers().items():
-        for q in celery_options(argv)["queues"]:
+        for q in queue.consumed_queues(celery_options(argv)["queues"], lanes):
             assert consumed.get(q) == process, f"no ScaledObject scales {process} on {q}"
+
+
+def test_keda_scales_the_bulk_workers_on_the_sum_of_their_lanes(clean_env: None) -> None:
+    """One trigger per list the bulk workers consume, and a formula adding all of them (the
+    HPA alone would follow the longest lane), at the per-pod target the triggers name."""
+    lanes = settings_from(config_map()).bulk_lanes
+    worker = k8s("ScaledObject")["worker"]
+    argv = container_argv(workloads()[worker["spec"]["scaleTargetRef"]["name"]])
+    assert queue.CPU_QUEUE in celery_options(argv)["queues"]
+    triggers = worker["spec"]["triggers"]
+    lists = {t["name"]: t["metadata"]["listName"] for t in triggers}
+    assert sorted(lists.values()) == sorted(queue.consumed_queues([queue.CPU_QUEUE], lanes))
+    modifiers = worker["spec"]["advanced"]["scalingModifiers"]
+    assert sorted(t.strip() for t in modifiers["formula"].split("+")) == sorted(lists)
+    assert modifiers["metricType"] == "AverageValue"
+    assert {t["metadata"]["listLength"] for t in triggers} == {modifiers["target"]}
 
 
 def test_keda_reads_the_broker() -> None:
