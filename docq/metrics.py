@@ -1,4 +1,4 @@
-"""Which registry a metrics endpoint serves: one process's, or a process family's.
+"""Which registry a metrics endpoint serves, and the metrics both the API and the workers count.
 
 prometheus-client keeps a process's metrics in memory, unless the process was started with
 the library's own PROMETHEUS_MULTIPROC_DIR (a prefork pool, several API processes): then
@@ -10,7 +10,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, multiprocess
+
+# Counted where a job becomes final: by the shard worker that wrote its last shard
+# (succeeded, failed) and by the API process that cancelled it.
+JOBS_FINISHED = Counter(
+    "docq_jobs_finished_total",
+    "Jobs made final by this process, by final status.",
+    ["model", "status"],
+)
 
 
 def multiprocess_dir() -> Path | None:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from prometheus_client import Counter, Gauge, Histogram, multiprocess, start_http_server
 
 from docq.jobs import JobRecord, JobStatus
-from docq.metrics import multiprocess_dir, registry
+from docq.metrics import JOBS_FINISHED, multiprocess_dir, registry
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,6 @@ DOCUMENTS = Counter(
     "docq_documents_processed_total",
     "Documents given a result by a shard: `classified`, or `failed` (an error result).",
     ["model", "outcome"],
-)
-JOBS_FINISHED = Counter(
-    "docq_jobs_finished_total",
-    "Jobs made final by a shard of this process, by final status.",
-    ["model", "status"],
 )
 JOB_SECONDS = Histogram(
     "docq_job_duration_seconds",

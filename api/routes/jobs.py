@@ -18,6 +18,7 @@ from api.deps import Deps
 from api.uploads import NDJSON, parse_upload
 from docq import webhooks
 from docq.errors import QueueUnavailable, ValidationError
+from docq.metrics import JOBS_FINISHED
 from docq.schemas import JobCreated, JobPublic, ResultsPage
 
 log = logging.getLogger(__name__)
@@ -116,8 +117,9 @@ def cancel_job(job_id: str, deps: Deps, tenant: Tenant) -> JobPublic:
     The job's `job.cancelled` event is enqueued by the call that cancels; a repeated DELETE
     enqueues it only if that never happened (e.g. the broker was down), never twice.
     """
-    deps.store.get_job(job_id, tenant=tenant)  # another tenant's job is a 404, uncancelled
-    deps.store.request_cancel(job_id)
+    job = deps.store.get_job(job_id, tenant=tenant)  # another tenant's: 404, uncancelled
+    if deps.store.request_cancel(job_id).performed:
+        JOBS_FINISHED.labels(job.model, "cancelled").inc()
     try:
         webhooks.dispatch(deps.store, deps.celery, job_id)
     except QueueUnavailable as exc:
