@@ -71,6 +71,7 @@ from bench.pipeline import (
     percentile,
     run_docq,
     run_triton_alone,
+    windows_of,
 )
 from bench.procs import CpuMeter, find, listener, tree
 from corpus.doc_type import LABELS as CORPUS_LABELS
@@ -84,11 +85,15 @@ from devstack.services import (
     triton_server,
 )
 from devstack.stack import SHARD_THREADS, WORKER_NICE
+from docq.catalog import ModelCatalog
 from docq.config import REPO_ROOT, Settings
+from docq.models import ModelSpec
 from docq.store import connection
 from docq.store.tenants import Tenants
+from docq.text.packing import Batch, pack
 from docq.text.tokenizing import load_tokenizer, tokenize, window_spec
-from docq.text.windowing import split_all
+from docq.text.windowing import Window, split_all
+from workers.inference import TritonInference
 
 DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 MODEL = "roberta-large-doc"
@@ -568,6 +573,53 @@ def run_bulk(
     return out
 
 
+def rebuilt_worker_batches(
+    windows: Sequence[Window], spec: ModelSpec, shard_size: int, threads: int = SHARD_THREADS
+) -> list[Batch]:
+    """The windows packed about as a worker's batcher packs them: the windows of `threads`
+    consecutive shards (what one worker process holds at once) sorted and cut together by
+    docq's packer with the model's batch size and token budget."""
+    group = shard_size * threads
+    groups: dict[int, list[Window]] = {}
+    for w in windows:
+        groups.setdefault(w.doc // group, []).append(w)
+    return [b for g in sorted(groups) for b in pack(groups[g], spec.max_batch_size, spec.budget)]
+
+
+def run_triton_rebuilt(
+    stack: GpuStack, docs: Sequence[LabelledDocument], shard_size: int, in_flight: int
+) -> dict[str, Any]:
+    """Triton alone on the windows in batches rebuilt like the workers' (shards of
+    `shard_size`), timed as bench.pipeline.run_triton_alone times its ceiling."""
+    catalog = ModelCatalog(stack.triton_url, stack.repo)
+    spec = catalog.spec(MODEL)
+    catalog.close()
+    windows = windows_of(docs, spec)
+    batches = rebuilt_worker_batches(windows, spec, shard_size)
+    before = triton_stats(stack.triton_url, MODEL)
+    triton = TritonInference(stack.triton_url, max_in_flight=in_flight, timeout_s=300)
+    t0 = time.perf_counter()
+    triton.infer(spec, batches)
+    elapsed = time.perf_counter() - t0
+    triton.close()
+    real = sum(b.real_tokens for b in batches)
+    computed = sum(b.computed_tokens for b in batches)
+    return {
+        "shard_size": shard_size,
+        "documents": len(docs),
+        "windows": len(windows),
+        "batches": len(batches),
+        "rows_per_batch": round(len(windows) / len(batches), 2),
+        "computed_tokens": computed,
+        "padding_efficiency": round(real / computed, 4),
+        "in_flight": in_flight,
+        "elapsed_s": round(elapsed, 2),
+        "docs_per_s": round(len(docs) / elapsed, 3),
+        "windows_per_s": round(len(windows) / elapsed, 1),
+        "triton": stats_delta(before, triton_stats(stack.triton_url, MODEL)),
+    }
+
+
 def upload_long_docq(stack: GpuStack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
     """One client uploads `docs` in one request: the answer's latency, then the results."""
     with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120) as http:
@@ -868,6 +920,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--shard-size", type=int, default=64)
     ap.add_argument("--small-every", type=float, default=0.5, help="s between small jobs")
     ap.add_argument("--ceiling-in-flight", type=int, default=0, help="0: twice the workers'")
+    ap.add_argument(
+        "--rebuilt-shards",
+        type=ints,
+        default=None,
+        help="shard sizes to rebuild the workers' batches for, Triton alone (default: ours)",
+    )
     ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
     ap.add_argument("--long-timeout", type=float, default=60.0)
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
@@ -995,6 +1053,18 @@ def main(argv: list[str] | None = None) -> None:
             if budget.allows(30 + 1.5 * r["docq"].get("elapsed_s", 30), "ceiling"):
                 r["ceiling"] = phase("ceiling", ceiling, timeout=180) or {}
                 r["padding"] = r["ceiling"].get("padding", {})
+            r["rebuilt"] = []
+            for shard in args.rebuilt_shards or [args.shard_size]:
+                if budget.allows(45, f"Triton alone on worker-like batches of {shard}-doc shards"):
+                    in_flight = args.ceiling_in_flight or 2 * stack.bulk_workers * 4
+                    got = phase(
+                        f"rebuilt {shard}",
+                        lambda shard=shard, n=in_flight: run_triton_rebuilt(stack, docs, shard, n),
+                        timeout=180,
+                    )
+                    if got:
+                        r["rebuilt"].append(got)
+                        console.print(f"Triton alone, worker-like batches ({shard}): {got}")
             r["long_upload"] = {}
             if budget.allows(30, "long upload to docq"):
                 r["long_upload"]["docq"] = phase(
