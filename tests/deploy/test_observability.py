@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -225,3 +227,30 @@ def test_triton_service_is_headless() -> None:
 def test_files_parse(path: Path) -> None:
     text = path.read_text()
     assert json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+
+
+def promtool(*args: str, cwd: Path = OBSERVABILITY) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("promtool")
+    if exe is None:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_promtool_fires_each_alert_when_it_should_and_not_before() -> None:
+    """alerts_test.yml: the queue growing for 10 minutes, an unready endpoint, a dead letter."""
+    done = promtool("test", "rules", "alerts_test.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_promtool_parses_every_dashboard_query(tmp_path: Path) -> None:
+    dashboard = json.loads((OBSERVABILITY / "grafana-dashboard.json").read_text())
+    rules = [
+        {"record": f"dashboard:panel{p['id']}:{t['refId']}", "expr": t["expr"]}
+        for p in dashboard["panels"]
+        for t in p["targets"]
+    ]
+    (tmp_path / "dashboard.yml").write_text(
+        yaml.safe_dump({"groups": [{"name": "d", "rules": rules}]})
+    )
+    done = promtool("check", "rules", "dashboard.yml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
