@@ -26,7 +26,9 @@ OBSERVABILITY = REPO_ROOT / "deploy" / "observability"
 K8S = REPO_ROOT / "deploy" / "k8s"
 
 # Triton's metrics (Triton 2.51, docs/user_guide/metrics.md): what port 8002 can answer. The
-# GPU ones exist only where Triton sees a GPU.
+# GPU ones exist only where Triton sees a GPU: the nv_gpu_*, nv_energy_* and nv_cpu_* names
+# below, and nv_gpu_utilization's `gpu_uuid` label, are what the wheel's tritonserver
+# answered on an H200 (2026-12-01); the nv_inference_* ones come per model.
 TRITON_METRICS = {
     "nv_inference_request_success",
     "nv_inference_request_failure",
@@ -47,6 +49,8 @@ TRITON_METRICS = {
     "nv_cpu_utilization",
     "nv_cpu_memory_total_bytes",
     "nv_cpu_memory_used_bytes",
+    "nv_pinned_memory_pool_total_bytes",
+    "nv_pinned_memory_pool_used_bytes",
 }
 # PromQL words that look like metric names
 PROMQL_WORDS = {
