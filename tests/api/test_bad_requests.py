@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 
 from devstack.services import api_server, redis_server
 from docq.config import Settings
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, bulk_lanes
 from docq.store import Document, JobStore
 from tests.conftest import MODEL_REPOSITORY, TENANT, settings_env, tenant_headers
 
@@ -539,13 +539,14 @@ def job_id(server: tuple[str, Settings]) -> str:
     return job.id
 
 
-def footprint(redis_url: str) -> tuple[set[bytes], int, int, int]:
-    """Job records, tasks on both classification queues, jobs listed as not enqueued."""
-    r = redis.Redis.from_url(redis_url)
+def footprint(settings: Settings) -> tuple[set[bytes], dict[str, int], int]:
+    """Job records, tasks on every classification queue (cpu, its tenant lanes, and
+    cpu-priority), jobs listed as not enqueued."""
+    r = redis.Redis.from_url(settings.redis_url)
+    queues = [CPU_QUEUE, *bulk_lanes(settings.bulk_lanes), PRIORITY_QUEUE]
     return (
         {k for k in r.keys("docq:job:{*}") if isinstance(k, bytes)},
-        int(r.llen(CPU_QUEUE)),
-        int(r.llen(PRIORITY_QUEUE)),
+        {q: int(r.llen(q)) for q in queues},
         int(r.zcard("docq:unenqueued")),
     )
 
@@ -558,7 +559,7 @@ def test_the_catalogue_has_forty_distinct_bad_requests() -> None:
 def test_a_bad_request_gets_a_precise_json_4xx_and_creates_nothing(
     bad: Bad, client: httpx.Client, server: tuple[str, Settings], job_id: str
 ) -> None:
-    before = footprint(server[1].redis_url)
+    before = footprint(server[1])
     kwargs = dict(bad.kwargs)
     if not bad.auth:
         kwargs["headers"] = {**kwargs.get("headers", {}), "authorization": ""}
@@ -571,7 +572,7 @@ def test_a_bad_request_gets_a_precise_json_4xx_and_creates_nothing(
     assert {"code", "message", "detail"} <= set(error)
     assert error["code"] == bad.code
     assert bad.says.lower() in error["message"].lower()
-    assert footprint(server[1].redis_url) == before, "a bad request created a job or a task"
+    assert footprint(server[1]) == before, "a bad request created a job or a task"
     assert client.get("/healthz").json() == {"status": "ok"}  # the server is still up
 
 

@@ -9,16 +9,18 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, bulk_lanes
 from docq.store import Document, JobStore
 from tests.conftest import TENANT
 
 GOOD = {"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"}
 
 
-def queue_lengths(r: redis.Redis) -> tuple[int, int]:
-    """Tasks waiting on both classification queues: small uploads go to cpu-priority."""
-    return int(r.llen(CPU_QUEUE)), int(r.llen(PRIORITY_QUEUE))
+def queue_lengths(r: redis.Redis, lanes: int) -> dict[str, int]:
+    """Tasks waiting on every classification queue: small uploads go to cpu-priority, bulk
+    ones to their tenant's lane of cpu."""
+    queues = [CPU_QUEUE, *bulk_lanes(lanes), PRIORITY_QUEUE]
+    return {q: int(r.llen(q)) for q in queues}
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +37,11 @@ def job_id(redis_url: str) -> str:
 def no_job_created(api: TestClient, redis_url: str, job_id: str) -> Iterator[None]:
     r = redis.Redis.from_url(redis_url)
     before = set(r.keys("docq:job:{*}"))  # job records only: other jobs' keys may come and go
-    queued = queue_lengths(r)
+    lanes = api.app.state.resources.settings.bulk_lanes
+    queued = queue_lengths(r, lanes)
     yield
     assert set(r.keys("docq:job:{*}")) == before, "a refused upload created a job"
-    assert queue_lengths(r) == queued, "a refused upload enqueued tasks"
+    assert queue_lengths(r, lanes) == queued, "a refused upload enqueued tasks"
 
 
 def error_of(resp) -> dict:
