@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 MODEL  := model_repository/doc-type/1/model.onnx
 LANG_MODEL := model_repository/doc-lang/1/model.onnx
 
-.PHONY: up test lint format install system model bench clean
+.PHONY: up test lint format install system model bench load clean
 
 # The local stack may call webhook receivers on this machine (the SSRF guard allows it here).
 up: install system model
@@ -65,6 +65,12 @@ $(LANG_MODEL): | $(STAMP)
 # (python -m bench.pipeline --help lists the options; --documents 40 rehearses in minutes)
 bench: install system model
 	$(BIN)/python -m bench.pipeline $(BENCH_ARGS)
+
+# Issue 11's load run against a running `make up` (another terminal): Locust, 100 users of
+# two tenants for 3 minutes; the API's p50/p99 per endpoint and the failures in bench/load.json
+# (LOAD_ARGS="--users 5 --time 20s --out /tmp/load.json" rehearses it)
+load: install
+	$(BIN)/python -m bench.load $(LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) build model_repository/*/[0-9]*/

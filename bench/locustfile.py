@@ -1,68 +1,171 @@
-"""Locust load test against a running docq (`make up`): upload, poll, read results.
+"""Locust load test against a running docq (`make up`): two tenants upload, poll and read
+results.
 
     .venv/bin/locust -f bench/locustfile.py --headless -u 4 -r 1 -t 60s \\
         --host http://127.0.0.1:8080
 
-Clients authenticate with DOCQ_API_KEY, else with the development key `make up` made
-(.run/dev-api-key), as `docq submit` does. Like the rest of bench/, this file is not part
-of docq and reads its environment directly.
+`python -m bench.load` runs it headless (100 users, 3 minutes) and writes the API's
+latencies per endpoint to bench/load.json.
 
-Each simulated client uploads a job of DOCUMENTS_PER_JOB synthetic business documents,
-polls it to the end and pages through its results; Locust reports upload latency, poll
-latency and a custom "job" entry with the time from upload to the last result.
+Two tenants, TENANTS: users take them in turn, so half the users are each tenant's. Their
+keys come from DOCQ_LOAD_API_KEYS (two keys from `docq keys create`, comma-separated: for
+a docq this machine cannot reach the Redis of), else they are made when the test starts,
+through docq.store.tenants in the Redis of the settings (DOCQ_REDIS_URL, the same
+DOCQ_API_KEY_SECRET as the API; `make up`'s defaults need neither), and revoked when it
+stops. The two tenants' names hash to different bulk lanes (docq/queue.py), so the test
+also exercises the fairness between them.
+
+Each simulated client uploads a job of synthetic business documents: mostly small ones
+(SMALL_JOB documents: the small-job lane), and some bulk ones (BULK_JOB), polls it to the
+end and pages through its results. Locust reports each endpoint's latency and a custom
+JOB entry per tenant and size with the time from upload to the last result. A job still
+running when the test ends is not counted; an answer other than the expected one is a
+failure, except a 429 on upload: the API's backpressure (max_parsing_uploads, the tenant
+limits) asks the client to come back after Retry-After, which it does (up to
+UPLOAD_ATTEMPTS times), and each is counted apart as a REFUSED entry.
+
+Like the rest of bench/, this file is not part of docq and reads its environment directly.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import time
+from typing import Any
 
 from locust import HttpUser, between, events, task
+from locust.env import Environment
 
 from corpus.doc_type import generate
-from devstack.__main__ import DEV_API_KEY
 
-DOCUMENTS_PER_JOB = 50
+TENANTS = ("load-a", "load-b")
+SMALL_JOB = 8  # documents: at most DOCQ_SMALL_JOB_MAX_DOCUMENTS, so the small-job lane
+BULK_JOB = 50  # documents: the tenant's bulk lane
+POLL_S = 1.0
+UPLOAD_ATTEMPTS = 10  # a 429 (the API's upload or tenant limits) is retried this often
 CORPUS = [{"id": d.id, "text": d.text} for d in generate(500, seed=4321)]
+
+_keys: dict[str, str] = {}  # tenant -> API key
+_made: list[str] = []  # ids of the keys this run made, revoked at the end
+_turn = itertools.count()
+
+
+def _tenants() -> Any:
+    from docq.config import get_settings
+    from docq.store import connection
+    from docq.store.tenants import Tenants
+
+    s = get_settings()
+    return Tenants(connection.connect(s.redis_url), secret=s.api_key_secret)
+
+
+@events.test_start.add_listener
+def _make_keys(environment: Environment, **_: Any) -> None:
+    given = [k.strip() for k in os.environ.get("DOCQ_LOAD_API_KEYS", "").split(",") if k.strip()]
+    if given:
+        if len(given) != len(TENANTS):
+            raise SystemExit(f"DOCQ_LOAD_API_KEYS: {len(TENANTS)} keys, one per tenant")
+        _keys.update(zip(TENANTS, given, strict=True))
+        return
+    tenants = _tenants()
+    for tenant in TENANTS:
+        record, key = tenants.create_key(tenant)
+        _keys[tenant] = key
+        _made.append(record.id)
+
+
+@events.test_stop.add_listener
+def _revoke_keys(environment: Environment, **_: Any) -> None:
+    if _made:
+        tenants = _tenants()
+        for key_id in _made:
+            tenants.revoke_key(key_id)
 
 
 class Client(HttpUser):
-    """A client application that uploads batches of documents and waits for the results."""
+    """A client application of one tenant that uploads documents and waits for results."""
 
     wait_time = between(0.5, 2.0)
 
     def on_start(self) -> None:
-        key = os.environ.get("DOCQ_API_KEY") or DEV_API_KEY.read_text().strip()
-        self.client.headers["Authorization"] = f"Bearer {key}"
+        self.tenant = TENANTS[next(_turn) % len(TENANTS)]
+        self.client.headers["Authorization"] = f"Bearer {_keys[self.tenant]}"
 
-    @task
-    def classify_a_batch(self) -> None:
-        docs = random.sample(CORPUS, DOCUMENTS_PER_JOB)
+    @task(3)
+    def small_job(self) -> None:
+        self.classify(SMALL_JOB)
+
+    @task(1)
+    def bulk_job(self) -> None:
+        self.classify(BULK_JOB)
+
+    def classify(self, documents: int) -> None:
+        docs = random.sample(CORPUS, documents)
         start = time.perf_counter()
-        with self.client.post("/v1/jobs", json={"documents": docs}, catch_response=True) as resp:
-            if resp.status_code != 202:
-                resp.failure(f"upload answered {resp.status_code}")
-                return
-            job_id = resp.json()["id"]
+        job_id = None
+        for _ in range(UPLOAD_ATTEMPTS):
+            with self.client.post(
+                "/v1/jobs", json={"documents": docs}, catch_response=True
+            ) as resp:
+                if resp.status_code == 429:  # backpressure, as designed: obey Retry-After
+                    resp.success()
+                    events.request.fire(
+                        request_type="REFUSED",
+                        name="429 upload, retried after Retry-After",
+                        response_time=resp.elapsed.total_seconds() * 1000,
+                        response_length=0,
+                        exception=None,
+                        context={},
+                    )
+                    retry_after = float(resp.headers.get("Retry-After", "1"))
+                elif resp.status_code != 202:
+                    resp.failure(f"upload answered {resp.status_code}: {resp.text[:200]}")
+                    return
+                else:
+                    job_id = resp.json()["id"]
+                    break
+            time.sleep(retry_after)
+        if job_id is None:
+            events.request.fire(
+                request_type="JOB",
+                name=f"{documents} documents to results ({self.tenant})",
+                response_time=(time.perf_counter() - start) * 1000,
+                response_length=0,
+                exception=RuntimeError(f"upload refused {UPLOAD_ATTEMPTS} times"),
+                context={},
+            )
+            return
         status = "queued"
         while status in ("queued", "running"):
-            time.sleep(0.5)
-            status = self.client.get(f"/v1/jobs/{job_id}", name="/v1/jobs/[id]").json()["status"]
+            time.sleep(POLL_S)
+            with self.client.get(
+                f"/v1/jobs/{job_id}", name="/v1/jobs/[id]", catch_response=True
+            ) as resp:
+                if resp.status_code != 200:
+                    resp.failure(f"status answered {resp.status_code}")
+                    return
+                status = resp.json()["status"]
         cursor: str | None = "0"
         results = 0
         while cursor is not None:
-            page = self.client.get(
+            with self.client.get(
                 f"/v1/jobs/{job_id}/results",
                 params={"limit": 100, "cursor": cursor},
                 name="/v1/jobs/[id]/results",
-            ).json()
+                catch_response=True,
+            ) as resp:
+                if resp.status_code != 200:
+                    resp.failure(f"results answered {resp.status_code}")
+                    return
+                page = resp.json()
             results += len(page["data"])
             cursor = page["next_cursor"]
-        ok = status == "succeeded" and results == DOCUMENTS_PER_JOB
+        ok = status == "succeeded" and results == documents
         events.request.fire(
             request_type="JOB",
-            name=f"{DOCUMENTS_PER_JOB} documents to results",
+            name=f"{documents} documents to results ({self.tenant})",
             response_time=(time.perf_counter() - start) * 1000,
             response_length=results,
             exception=None if ok else RuntimeError(f"job {job_id}: {status}, {results} results"),
