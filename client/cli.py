@@ -200,9 +200,8 @@ def submit(
     api_key: ApiKey = None,
 ) -> None:
     """Upload documents (as several jobs when they pass the server's limits)."""
-    client = _client(url, api_key, Limits(max_documents, max_bytes))
     submission = Submission()
-    with _errors():
+    with _errors(), _client(url, api_key, Limits(max_documents, max_bytes)) as client:
         try:
             client.submit_many(from_paths(paths), model, webhook_url=webhook_url, into=submission)
         finally:
@@ -236,8 +235,8 @@ def submit(
 @app.command()
 def status(job_id: str, url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     """Print a job's status as JSON."""
-    with _errors():
-        job = _client(url, api_key).job(job_id)
+    with _errors(), _client(url, api_key) as client:
+        job = client.job(job_id)
     sys.stdout.write(json.dumps(job, indent=2) + "\n")
 
 
@@ -246,8 +245,7 @@ def results(
     job_id: str, output: Output = None, url: Url = DEFAULT_URL, api_key: ApiKey = None
 ) -> None:
     """Write a job's results as JSON lines, in upload order (those done so far, if running)."""
-    client = _client(url, api_key)
-    with _errors():
+    with _errors(), _client(url, api_key) as client:
         job = client.job(job_id)
         written = _write_results(client.results(job_id), output)
     if not JobStatus(job["status"]).final:
@@ -257,16 +255,16 @@ def results(
 @app.command()
 def cancel(job_id: str, url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     """Cancel a job: shards not started are skipped; print its status as JSON."""
-    with _errors():
-        job = _client(url, api_key).cancel(job_id)
+    with _errors(), _client(url, api_key) as client:
+        job = client.cancel(job_id)
     sys.stdout.write(json.dumps(job, indent=2) + "\n")
 
 
 @app.command()
 def models(url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     """List the models Triton serves."""
-    with _errors():
-        served = _client(url, api_key).models()
+    with _errors(), _client(url, api_key) as client:
+        served = client.models()
     table = Table("name", "version", "state", "labels", "max_seq_len")
     for m in served:
         table.add_row(

@@ -170,6 +170,7 @@ class DocqClient:
         # (e.g. FastAPI's TestClient, which speaks to the app in process).
         self.url = url
         self.limits = limits or Limits()
+        self._owns_http = http is None  # a client passed in is its owner's to close
         self.http = http or httpx.Client(base_url=url, timeout=timeout, transport=transport)
         self._auth = _headers(api_key)
 
@@ -180,7 +181,8 @@ class DocqClient:
         self.close()
 
     def close(self) -> None:
-        self.http.close()
+        if self._owns_http:
+            self.http.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         headers = {**self._auth, **kwargs.pop("headers", {})}
@@ -316,6 +318,7 @@ class AsyncDocqClient:
     ) -> None:
         self.url = url
         self.limits = limits or Limits()
+        self._owns_http = http is None
         self.http = http or httpx.AsyncClient(base_url=url, timeout=timeout, transport=transport)
         self._auth = _headers(api_key)
 
@@ -326,7 +329,8 @@ class AsyncDocqClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        if self._owns_http:
+            await self.http.aclose()
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         headers = {**self._auth, **kwargs.pop("headers", {})}

@@ -304,3 +304,15 @@ def test_documents_from_paths_texts_and_ndjson(tmp_path: Path) -> None:
     stream = io.BytesIO(b'{"id": "a", "text": "t"}\nnot json\n')
     with pytest.raises(ValueError, match="line 2: not JSON"):
         list(from_ndjson(stream))
+
+
+def test_close_closes_only_the_http_client_it_made() -> None:
+    server = FakeServer()
+    own = DocqClient(transport=httpx.MockTransport(server))
+    given = httpx.Client(base_url="http://docq", transport=httpx.MockTransport(server))
+    with DocqClient(http=given):
+        pass
+    with own:
+        pass
+    assert own.http.is_closed and not given.is_closed
+    given.close()
