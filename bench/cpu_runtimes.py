@@ -15,6 +15,8 @@ round to round, so that a neighbour's load on a shared CPU falls on all of them 
 
 A variant is NAME=FOLDER[:PRECISION]; its runtime is read from the folder (model.xml:
 openvino-cpu, model.onnx: onnx-cpu). Prints windows/s per variant and writes every round.
+`--summarise REPORT...` pools the rounds of written reports into same-round speed ratios
+against the served `onnx-cpu`.
 """
 
 from __future__ import annotations
@@ -110,6 +112,29 @@ def agreement(variants: dict[str, Run], batches: list[Batch], reference: str) ->
     return out
 
 
+def summarise(reports: list[dict[str, Any]], served: str = "onnx-cpu") -> dict[str, Any]:
+    """Each variant's speed against the served default, round by round: on a shared CPU
+    the load changes between rounds far more than between the variants of one round, so
+    a same-round ratio is steadier than a ratio of medians. Pools the rounds of every
+    report given."""
+    ratios: dict[str, list[float]] = {}
+    for report in reports:
+        base = report["variants"][served]["seconds_per_round"]
+        for name, row in report["variants"].items():
+            ratios.setdefault(name, []).extend(
+                b / s for b, s in zip(base, row["seconds_per_round"], strict=True)
+            )
+    return {
+        name: {
+            "rounds": len(r),
+            f"speed_vs_{served}_median": round(statistics.median(r), 2),
+            "min": round(min(r), 2),
+            "max": round(max(r), 2),
+        }
+        for name, r in ratios.items()
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--documents", type=int, default=60)
@@ -121,7 +146,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch FP32 eager out")
     ap.add_argument("--variant", action="append", default=[], help="NAME=FOLDER[:PRECISION]")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "bench/results/cpu-runtimes.json")
+    ap.add_argument(
+        "--summarise", type=Path, nargs="+", help="only pool the rounds of these reports"
+    )
     args = ap.parse_args(argv)
+    if args.summarise:
+        pooled = summarise([json.loads(p.read_text()) for p in args.summarise])
+        for name, row in pooled.items():
+            print(f"{name:24s} {row}")
+        return
 
     batches = batches_of(args.documents, args.seed, args.checkpoint, args.max_batch_size)
     variants: dict[str, Run] = {}

@@ -59,3 +59,18 @@ def test_variants_run_the_runtimes_own_code(
     torch = cpu_runtimes.torch_eager(tiny_checkpoint, 1)
     ids, mask = convert.sample_batches(30522, 128, seed=3)[3]
     np.testing.assert_allclose(run(ids, mask), torch(ids, mask), atol=1e-4)
+
+
+def test_speeds_are_pooled_as_same_round_ratios() -> None:
+    def report(base: list[float], other: list[float]) -> dict[str, object]:
+        return {
+            "variants": {
+                "onnx-cpu": {"seconds_per_round": base},
+                "x": {"seconds_per_round": other},
+            }
+        }
+
+    # A loaded round slows both alike: the ratio stays 2 although the medians would not.
+    pooled = cpu_runtimes.summarise([report([10, 40], [5, 20]), report([100], [50])])
+    assert pooled["x"] == {"rounds": 3, "speed_vs_onnx-cpu_median": 2.0, "min": 2.0, "max": 2.0}
+    assert pooled["onnx-cpu"]["speed_vs_onnx-cpu_median"] == 1.0
