@@ -14,6 +14,7 @@ on two CPU cores.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import shutil
@@ -77,8 +78,8 @@ def training_windows(
     return windows, np.asarray(labels, dtype=np.int64)
 
 
-def build() -> dict[str, object]:
-    """Train, convert, check and publish doc-lang; return the build report."""
+def build(repository: Path = REPOSITORY, build_dir: Path = BUILD_DIR) -> dict[str, object]:
+    """Train, convert, check and publish doc-lang into `repository`; return the build report."""
     start = time.perf_counter()
     head.seed_everything(SEED, THREADS)
     transformers.logging.set_verbosity_error()  # "classifier newly initialised" is expected
@@ -97,12 +98,12 @@ def build() -> dict[str, object]:
     train_acc = float((head.head_logits(model, states).argmax(1).numpy() == labels).mean())
     log(f"head trained: loss {losses[-1]:.4f}, training-window accuracy {train_acc:.4f}", start)
 
-    checkpoint = BUILD_DIR / "checkpoint"
+    checkpoint = build_dir / "checkpoint"
     shutil.rmtree(checkpoint, ignore_errors=True)
     model.save_pretrained(checkpoint)
     for name in TOKENIZER_FILES:
         shutil.copyfile(source / name, checkpoint / name)
-    staged = convert.stage(checkpoint, TARGET, BUILD_DIR / "staged")
+    staged = convert.stage(checkpoint, TARGET, build_dir / "staged")
     log("; ".join(staged.notes), start)
 
     heldout = generate(HELDOUT_DOCS, HELDOUT_SEED)
@@ -120,7 +121,7 @@ def build() -> dict[str, object]:
     assert diff is not None
     passed = accuracy.accuracy >= MIN_ACCURACY and diff <= MAX_LOGIT_DIFF
     if passed:
-        convert.publish(staged, REPOSITORY, version=1)
+        convert.publish(staged, repository, version=1)
     report: dict[str, object] = {
         "model": NAME,
         "published": passed,
@@ -133,12 +134,28 @@ def build() -> dict[str, object]:
         "onnx_vs_torch_max_abs_logit_diff": diff,
         "build_seconds": round(time.perf_counter() - start, 1),
     }
-    (BUILD_DIR / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (build_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return report
 
 
-def main() -> None:
-    report = build()
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--repository",
+        type=Path,
+        default=REPOSITORY,
+        help="Triton model repository to publish into (default: model_repository/); "
+        "another path builds without touching the served model.",
+    )
+    parser.add_argument(
+        "--build-dir", type=Path, default=BUILD_DIR, help="Checkpoint, ONNX and report."
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
+    report = build(args.repository, args.build_dir)
     heldout = report["heldout"]
     assert isinstance(heldout, dict)
     per_class = ", ".join(f"{k} {v:.3f}" for k, v in heldout["per_class"].items())
@@ -148,7 +165,7 @@ def main() -> None:
     )
     if not report["published"]:
         raise SystemExit(f"{NAME} NOT published: needs accuracy >= {MIN_ACCURACY}")
-    print(f"published {MODEL_DIR.relative_to(ROOT)}/ (config.pbtxt, labels.txt, tokenizer/, 1/)")
+    print(f"published {args.repository / NAME}/ (config.pbtxt, labels.txt, tokenizer/, 1/)")
 
 
 if __name__ == "__main__":

@@ -43,13 +43,22 @@ def classify(
 ) -> list[Prediction]:
     """One prediction per document from its windows' aggregated logits."""
     flat = [w for ws in windows_per_doc for w in ws]
-    logits = window_logits(run, flat, batch_size)
-    predictions, start = [], 0
+    return predictions(window_logits(run, flat, batch_size), windows_per_doc, labels, how)
+
+
+def predictions(
+    logits: npt.NDArray[np.float32],
+    windows_per_doc: Sequence[Sequence[Window]],
+    labels: Sequence[str],
+    how: Aggregation,
+) -> list[Prediction]:
+    """One prediction per document from the logits of all windows (documents in order)."""
+    out, start = [], 0
     for ws in windows_per_doc:
         end = start + len(ws)
-        predictions.append(aggregate(logits[start:end], [w.length for w in ws], labels, how))
+        out.append(aggregate(logits[start:end], [w.length for w in ws], labels, how))
         start = end
-    return predictions
+    return out
 
 
 @dataclass(frozen=True)

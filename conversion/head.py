@@ -9,7 +9,7 @@ while the result stays a standard Hugging Face checkpoint.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from transformers import BertForSequenceClassification
 
-from docq.text.packing import pack
+from docq.text.packing import IdsAndMask, pack
 from docq.text.windowing import Window
 
 
@@ -57,6 +57,19 @@ def cls_states(
         ).last_hidden_state
         out[list(batch.rows)] = hidden[:, 0]
     return out
+
+
+def runner(model: BertForSequenceClassification) -> Callable[[IdsAndMask], np.ndarray]:
+    """The whole model in PyTorch FP32 as an evaluate.Runner: a padded batch to its logits."""
+
+    @torch.inference_mode()
+    def run(batch: IdsAndMask) -> np.ndarray:
+        ids, mask = batch
+        logits = model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+        return logits.logits.numpy()
+
+    model.eval()
+    return run
 
 
 def train(

@@ -18,12 +18,13 @@ import onnx
 import pytest
 
 from conversion import export, pbtxt
-from conversion.demo import CONFIG, MODEL_DIR, RUNTIME_SOURCE
+from conversion.demo import CONFIG, MODEL_DIR
 from corpus.doc_type import LABELS, generate
 from docq.text.packing import IdsAndMask, pad
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import windows_of
 from docq.text.windowing import Window
+from serving import runtimes
 
 ONNX_PATH = MODEL_DIR / "1" / "model.onnx"
 
@@ -49,7 +50,9 @@ def session() -> export.ort.InferenceSession:
 
 
 def test_version_folder_holds_the_graph_and_the_runtime() -> None:
-    assert (MODEL_DIR / "1" / "model.py").read_bytes() == RUNTIME_SOURCE.read_bytes()
+    runtime = runtimes.SOURCES / "onnx_cpu.py"
+    assert (MODEL_DIR / "1" / "model.py").read_bytes() == runtime.read_bytes()
+    assert (MODEL_DIR / "1" / runtimes.HELPER).exists()
     assert not [p for p in MODEL_DIR.iterdir() if p.name.startswith((".building-", ".old-"))]
 
 
@@ -84,11 +87,12 @@ def test_padding_does_not_change_a_windows_logits(
 
 
 def _load_runtime() -> ModuleType:
-    """conversion/runtimes/onnx_cpu.py with the Python backend's utils module importable."""
+    """The served model.py (serving/runtimes/onnx_cpu.py) with what it imports importable."""
     import pytriton
 
     utils = Path(pytriton.__file__).parent / "tritonserver" / "backends" / "python"
-    sys.path.insert(0, str(utils))
+    version = MODEL_DIR / "1"  # model.py imports the request loop beside it (docq_execute)
+    sys.path[:0] = [str(utils), str(version)]
     try:
         spec = importlib.util.spec_from_file_location(
             "onnx_cpu_model", MODEL_DIR / "1" / "model.py"
@@ -99,11 +103,15 @@ def _load_runtime() -> ModuleType:
         return module
     finally:
         sys.path.remove(str(utils))
+        sys.path.remove(str(version))
+        sys.modules.pop(runtimes.HELPER.removesuffix(".py"), None)
 
 
-def test_runtime_pads_requests_of_different_lengths_into_one_run(
+def test_served_runtime_computes_what_onnx_runtime_computes(
     session: export.ort.InferenceSession, windows: list[Window]
 ) -> None:
+    """The version folder's model.py on a padded batch of mixed lengths (merging the requests
+    of one execute() is the shared loop's, tests/serving; through Triton, below)."""
     runtime = _load_runtime()
     model = runtime.TritonPythonModel()
     config = {"parameters": {"intra_op_threads": {"string_value": "1"}}}
@@ -115,15 +123,10 @@ def test_runtime_pads_requests_of_different_lengths_into_one_run(
         }
     )
     by_length = sorted(windows, key=lambda w: w.length)
-    requests = [
-        pad(by_length[:3]),
-        pad(by_length[-2:]),
-        pad(by_length[len(by_length) // 2 : -3][:1]),
-    ]
-    outputs = model._run([(i, ids, mask) for i, (ids, mask) in enumerate(requests)])
-    assert [o.shape for o in outputs] == [(3, 6), (2, 6), (1, 6)]
-    for got, request in zip(outputs, requests, strict=True):
-        np.testing.assert_allclose(got, export.run(session, request), atol=1e-4)
+    batch = pad([*by_length[:3], *by_length[-2:]])
+    got = model._run(*batch)
+    assert got.shape == (5, len(LABELS))
+    np.testing.assert_allclose(got, export.run(session, batch), atol=1e-4)
 
 
 @pytest.mark.integration
@@ -173,3 +176,55 @@ def test_triton_serves_the_model_as_onnx_runtime_computes_it(
     with pytest.raises(Exception, match="differ in shape"):
         infer((ids, mask[:, :-1]))
     client.close()
+
+
+# --- the build's own pieces (conversion/demo.py, head.py, evaluate.py) ---------------------
+
+
+class FakeSession:
+    """An ONNX Runtime session stand-in that answers each window's logits from a table."""
+
+    def __init__(self, table: dict[int, np.ndarray]) -> None:
+        self.table = table
+        self.batches: list[int] = []
+
+    def run(self, _outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        ids = feeds["input_ids"]
+        self.batches.append(len(ids))
+        return [np.stack([self.table[int(row[0])] for row in ids])]
+
+
+def windows_keyed(n: int) -> list[Window]:
+    """n windows of mixed lengths whose first token is their index (the fake's key)."""
+    return [Window(doc=i, ids=np.array([i, 7, 8, 9][: 1 + i % 4], np.int64)) for i in range(n)]
+
+
+def test_parity_compares_onnx_runtime_with_the_held_out_pytorch_logits() -> None:
+    from conversion.demo import PARITY_WINDOWS, parity_diff
+
+    windows = windows_keyed(300)
+    reference = np.random.default_rng(0).normal(size=(300, 6)).astype(np.float32)
+    same = FakeSession({i: reference[i] for i in range(300)})
+    assert parity_diff(same, windows, reference, seed=1) == 0.0  # type: ignore[arg-type]
+    assert sum(same.batches) == PARITY_WINDOWS
+    assert set(same.batches) <= set(range(1, CONFIG.max_batch_size + 1))
+    assert len(set(same.batches)) > 1  # batches of mixed sizes, so of mixed padding
+
+    drifted = FakeSession({i: reference[i] + 0.25 for i in range(300)})
+    assert parity_diff(drifted, windows, reference, seed=1) == pytest.approx(0.25)  # type: ignore[arg-type]
+
+
+def test_predictions_aggregate_each_documents_windows_in_order() -> None:
+    from conversion.evaluate import classify, predictions
+    from docq.text.aggregation import Aggregation
+
+    flat = windows_keyed(3)
+    docs = [flat[:1], flat[1:]]
+    logits = np.zeros((3, 6), np.float32)
+    logits[0, 1] = logits[1, 2] = logits[2, 2] = 9.0
+    got = predictions(logits, docs, LABELS, Aggregation.MEAN)
+    assert [p.label for p in got] == [LABELS[1], LABELS[2]]
+    via_runner = classify(
+        lambda b: np.stack([logits[int(row[0])] for row in b[0]]), docs, LABELS, Aggregation.MEAN, 8
+    )
+    assert [p.label for p in via_runner] == [p.label for p in got]
