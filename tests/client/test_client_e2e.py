@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,10 @@ from client.cli import ExitCode, app
 from client.documents import Limits, from_paths
 from client.sdk import DocqClient
 from corpus.doc_type import LABELS
+from devstack.services import api_server
 from devstack.stack import REPO
+from docq.config import Settings
+from tests.conftest import settings_env, tenant_headers
 
 pytestmark = pytest.mark.integration
 
@@ -100,3 +104,29 @@ def test_a_bad_key_is_refused_with_exit_4(api: TestClient, monkeypatch: pytest.M
     assert result.exit_code == ExitCode.UNAUTHORIZED
     assert result.stderr.startswith("docq: the server refused the API key (")
     assert refused.value.message in result.stderr  # the server's own words
+
+
+@pytest.fixture(scope="module")
+def api_url(settings: Settings, service_dir: Path) -> Iterator[str]:
+    """The API as its own process, as `make up` runs it: the CLI speaks real HTTP to it."""
+    with api_server(settings_env(settings), service_dir / "client-api.log") as url:
+        yield url
+
+
+def test_cli_over_http_with_a_key_from_the_environment(
+    api_url: str, settings: Settings, worker: object, tmp_path: Path
+) -> None:
+    key = tenant_headers(settings)["Authorization"].removeprefix("Bearer ")
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(
+        app,
+        ["submit", str(SAMPLES[0]), str(SAMPLES[1]), "--wait", "-o", str(out), "--poll", "0.2"],
+        env={"DOCQ_URL": api_url, "DOCQ_API_KEY": key},
+    )
+    assert result.exit_code == ExitCode.OK, result.output
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [
+        SAMPLES[0].name,
+        SAMPLES[1].name,
+    ]
+    no_key = CliRunner().invoke(app, ["models", "--url", api_url], env={"DOCQ_API_KEY": ""})
+    assert no_key.exit_code == ExitCode.UNAUTHORIZED
