@@ -55,11 +55,18 @@ class Refused(APIError):
     """Any other 4xx: the server refused the request as it stands; repeating it will not help."""
 
 
+class RateLimited(Refused):
+    """429: over one of the tenant's limits, or the server is overloaded; the same request
+    can succeed after `retry_after` seconds (the server's Retry-After, when it gave one)."""
+
+    retry_after: float | None = None
+
+
 class ServerError(APIError):
     """5xx: the server or a service behind it failed; the same request may work later."""
 
 
-def api_error(status: int, body: Any, text: str) -> APIError:
+def api_error(status: int, body: Any, text: str, retry_after: str | None = None) -> APIError:
     """The APIError for an error answer, from its `{"error": {code, message, detail}}` body."""
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
@@ -70,8 +77,13 @@ def api_error(status: int, body: Any, text: str) -> APIError:
         cls = Unauthorized
     elif status == 404:
         cls = NotFound
+    elif status == 429:
+        cls = RateLimited
     elif status >= 500:
         cls = ServerError
     else:
         cls = Refused
-    return cls(status, code, message, error.get("detail"))
+    exc = cls(status, code, message, error.get("detail"))
+    if isinstance(exc, RateLimited) and retry_after and retry_after.isdigit():
+        exc.retry_after = float(retry_after)
+    return exc

@@ -23,7 +23,7 @@ import standardwebhooks
 
 from client.documents import Document, Limits, bodies, ndjson_line
 from client.errors import APIError as DocqAPIError  # the first client's name for it
-from client.errors import InvalidSignature, Unreachable, WaitTimeout, api_error
+from client.errors import InvalidSignature, RateLimited, Unreachable, WaitTimeout, api_error
 from docq.jobs import JobStatus
 
 __all__ = [
@@ -39,6 +39,10 @@ __all__ = [
 DEFAULT_URL = "http://127.0.0.1:8080"
 NDJSON = "application/x-ndjson"
 RESULTS_PAGE = 500  # results per request: the server caps it at DOCQ_RESULTS_PAGE_MAX
+# A split upload can pass the tenant's limit on active jobs: each part waits the server's
+# Retry-After this many times (its Idempotency-Key, if any, makes the retry safe).
+RATE_LIMIT_WAITS = 20
+DEFAULT_RETRY_AFTER_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ def _answer(resp: httpx.Response) -> Any:
             payload = resp.json()
         except ValueError:
             payload = None
-        raise api_error(resp.status_code, payload, resp.text)
+        raise api_error(resp.status_code, payload, resp.text, resp.headers.get("retry-after"))
     return resp.json()
 
 
@@ -218,7 +222,8 @@ class DocqClient:
     ) -> Submission:
         """Upload any number of documents as as many jobs as the limits need, in order.
 
-        Documents are read lazily, one job's worth at a time. Each job is added to `into`
+        Documents are read lazily, one job's worth at a time; a part answered 429 waits the
+        server's Retry-After and is sent again (RATE_LIMIT_WAITS times). Each job is added to `into`
         (a fresh Submission when None) as soon as it is created, so a caller that passes
         its own still knows the jobs created before a part was refused.
         """
@@ -226,7 +231,16 @@ class DocqClient:
         for part, (body, _) in enumerate(bodies(documents, self.limits)):
             key = _part_key(idempotency_key, part)
             request = _job_request(body, model, webhook_url, webhook_secret, key)
-            submission.jobs.append(self._call("POST", "/v1/jobs", **request))
+            for waits in range(RATE_LIMIT_WAITS + 1):
+                try:
+                    submission.jobs.append(self._call("POST", "/v1/jobs", **request))
+                    break
+                except RateLimited as exc:
+                    if waits == RATE_LIMIT_WAITS:
+                        raise
+                    time.sleep(
+                        DEFAULT_RETRY_AFTER_S if exc.retry_after is None else exc.retry_after
+                    )
         return submission
 
     def job(self, job_id: str) -> dict[str, Any]:
@@ -369,7 +383,16 @@ class AsyncDocqClient:
         for part, (body, _) in enumerate(bodies(documents, self.limits)):
             key = _part_key(idempotency_key, part)
             request = _job_request(body, model, webhook_url, webhook_secret, key)
-            submission.jobs.append(await self._call("POST", "/v1/jobs", **request))
+            for waits in range(RATE_LIMIT_WAITS + 1):
+                try:
+                    submission.jobs.append(await self._call("POST", "/v1/jobs", **request))
+                    break
+                except RateLimited as exc:
+                    if waits == RATE_LIMIT_WAITS:
+                        raise
+                    await asyncio.sleep(
+                        DEFAULT_RETRY_AFTER_S if exc.retry_after is None else exc.retry_after
+                    )
         return submission
 
     async def job(self, job_id: str) -> dict[str, Any]:

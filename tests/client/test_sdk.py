@@ -116,6 +116,7 @@ def test_the_jobs_created_before_a_refused_part_stay_known() -> None:
         (404, errors.NotFound),
         (409, errors.Refused),
         (413, errors.Refused),
+        (429, errors.RateLimited),
         (422, errors.Refused),
         (503, errors.ServerError),
     ],
@@ -316,3 +317,34 @@ def test_close_closes_only_the_http_client_it_made() -> None:
         pass
     assert own.http.is_closed and not given.is_closed
     given.close()
+
+
+def test_a_part_over_the_tenants_limit_waits_retry_after_and_is_sent_again() -> None:
+    answers = iter([429, 429, 202, 429, 202])
+
+    def limited(request: httpx.Request) -> httpx.Response:
+        code = next(answers)
+        if code == 429:
+            body = {"error": {"code": "tenant_limit_exceeded", "message": "too many jobs"}}
+            return httpx.Response(429, json=body, headers={"retry-after": "0"})
+        return httpx.Response(202, json={"id": f"job-{len(server.uploads)}", "documents": 2})
+
+    server = FakeServer({("POST", "/v1/jobs"): limited})
+    client = DocqClient(transport=httpx.MockTransport(server), limits=Limits(max_documents=2))
+    submission = client.submit_many(docs(4), idempotency_key="k")
+    assert submission.ids == ["job-3", "job-5"]
+    assert [r.headers["idempotency-key"] for r in server.uploads] == ["k", "k", "k", "k.1", "k.1"]
+
+
+def test_a_part_that_stays_limited_raises_rate_limited_with_retry_after() -> None:
+    from client.sdk import RATE_LIMIT_WAITS
+
+    def limited(request: httpx.Request) -> httpx.Response:
+        body = {"error": {"code": "overloaded", "message": "busy"}}
+        return httpx.Response(429, json=body, headers={"retry-after": "0"})
+
+    server = FakeServer({("POST", "/v1/jobs"): limited})
+    with pytest.raises(errors.RateLimited) as raised:
+        DocqClient(transport=httpx.MockTransport(server)).submit_many(docs(1))
+    assert raised.value.retry_after == 0 and isinstance(raised.value, errors.Refused)
+    assert len(server.uploads) == RATE_LIMIT_WAITS + 1
