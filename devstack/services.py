@@ -47,9 +47,12 @@ def stop(proc: subprocess.Popen, timeout: float = 20) -> None:
 
 
 @contextmanager
-def redis_server(workdir: Path) -> Iterator[str]:
-    """A throwaway redis-server, configured as make up's (append-only file); yields its URL."""
-    port = free_port()
+def redis_server(workdir: Path, port: int | None = None) -> Iterator[str]:
+    """A throwaway redis-server, configured as make up's (append-only file); yields its URL.
+
+    `port` (default: a free one) and `workdir` fixed start a server again on the data and
+    at the address of one that died."""
+    port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(stack.redis(port, workdir), stdout=subprocess.DEVNULL)
     try:
