@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from transformers import PreTrainedModel
 from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import export, package, pbtxt, tensorrt
@@ -244,7 +245,7 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     return Staged(target, folder, config, labels, checkpoint, diff, notes)
 
 
-def fuse_transformer(model: torch.nn.Module, source: Path, dest: Path) -> dict[str, int]:
+def fuse_transformer(model: PreTrainedModel, source: Path, dest: Path) -> dict[str, int]:
     """Rewrite an exported BERT-like graph with ONNX Runtime's transformer optimizer; return
     how many of each fused operator it made (no Attention: the graph was not recognised)."""
     from onnxruntime.transformers import optimizer
@@ -266,7 +267,7 @@ def to_openvino(
     onnx_path: Path,
     folder: Path,
     target: Target,
-    model: torch.nn.Module,
+    model: PreTrainedModel,
     batches: list[tuple[np.ndarray, np.ndarray]],
 ) -> float:
     """Convert the checked ONNX graph to OpenVINO IR (FP32 weights) in `folder`, install the
