@@ -14,6 +14,7 @@
      │    ├── TenantLimitExceeded    the tenant has too much work in flight (429)
      │    ├── UnknownModel       the model is not in the Triton repository
      │    └── ModelError         the model answered with something unusable
+     │         └── WindowsRejected    it refused some windows of a request, not all
      └── RetryableError          the world may heal: Celery retries these with backoff
           ├── InferenceUnavailable   Triton unreachable, overloaded or timed out
           ├── StoreUnavailable       Redis unreachable
@@ -114,6 +115,17 @@ class ModelError(PermanentError):
     """The model's configuration or answer is unusable."""
 
     code = "model_error"
+
+
+class WindowsRejected(ModelError):
+    """The model refused some windows (each alone) and answered the others: `logits` has a
+    row per window (zeros where refused), `errors` the refusal of each refused row."""
+
+    def __init__(self, logits: Any, errors: dict[int, ModelError]) -> None:
+        first = next(iter(errors.values()))
+        super().__init__(f"{len(errors)} windows refused: {first.message}", sorted(errors))
+        self.logits = logits
+        self.errors = errors
 
 
 class RetryableError(DocqError):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from docq.errors import DocqError, InferenceUnavailable
+from docq.errors import DocqError, InferenceUnavailable, ModelError, WindowsRejected
 from docq.models import ModelSpec
 from docq.text.packing import Batch, batch_fit, pack
 from docq.text.windowing import Window
@@ -49,12 +49,22 @@ class _Request:
         self.logits: Logits = np.empty((n_windows, n_labels), dtype=np.float32)
         self.remaining = n_windows
         self.error: DocqError | None = None
+        self.refused: dict[int, ModelError] = {}  # rows the model refused, each sent alone
         self.finished = threading.Event()
         self._lock = threading.Lock()
 
     def fill(self, row: int, logits: Logits) -> None:
         with self._lock:
             self.logits[row] = logits
+            self.remaining -= 1
+            if self.remaining == 0:
+                self.finished.set()
+
+    def refuse(self, row: int, error: ModelError) -> None:
+        """The model refused this window on its own: its row is zeros, the rest go on."""
+        with self._lock:
+            self.refused[row] = error
+            self.logits[row] = 0.0
             self.remaining -= 1
             if self.remaining == 0:
                 self.finished.set()
@@ -111,7 +121,9 @@ class Batcher:
         self, spec: ModelSpec, windows: Sequence[Window], *, pad_id: int = 0, priority: int = 0
     ) -> Logits:
         """The logits of each window, in order ([len(windows), labels]); blocks until all
-        came back. Raises the DocqError of a batch that failed (retryable or not)."""
+        came back. Raises the DocqError of a batch that failed (retryable or not), or
+        WindowsRejected when the model refused some windows, each sent alone, and answered
+        the others (a permanent error fails its windows, not every window batched with them)."""
         request = _Request(len(windows), len(spec.labels))
         if not windows:
             return request.logits
@@ -140,6 +152,8 @@ class Batcher:
                 request.fail(InferenceUnavailable("the batcher's dispatcher stopped"))
         if request.error is not None:
             raise request.error
+        if request.refused:
+            raise WindowsRejected(request.logits, request.refused)
         return request.logits
 
     def queued(self) -> int:
@@ -195,23 +209,41 @@ class Batcher:
         metrics.BATCH_WINDOWS.labels(model).observe(len(rows))
         metrics.TOKENS.labels(model, "real").inc(batch.real_tokens)
         metrics.TOKENS.labels(model, "computed").inc(batch.computed_tokens)
-        try:
-            self._send(
-                queue.spec, batch, queue.priority, lambda lg, err: self._answer(rows, lg, err)
-            )
-        except Exception as exc:  # send() reports errors through done; this is a bug guard
-            self._answer(rows, None, InferenceUnavailable(f"could not send a batch: {exc!r}"))
+        self._send_rows(queue, batch, rows, self._slots.release)
         return True
 
-    def _answer(self, rows: list[_Item], logits: Logits | None, error: DocqError | None) -> None:
+    def _send_rows(
+        self, queue: _Queue, batch: Batch, rows: list[_Item], after: Callable[[], None]
+    ) -> None:
+        def done(logits: Logits | None, error: DocqError | None) -> None:
+            try:
+                self._answer(queue, rows, logits, error)
+            finally:
+                after()
+
         try:
-            for r, item in enumerate(rows):
-                if error is not None or logits is None:
-                    item.request.fail(error or InferenceUnavailable("no logits"))
-                else:
-                    item.request.fill(item.row, logits[r])
-        finally:
-            self._slots.release()
+            self._send(queue.spec, batch, queue.priority, done)
+        except Exception as exc:  # send() reports errors through done; this is a bug guard
+            done(None, InferenceUnavailable(f"could not send a batch: {exc!r}"))
+
+    def _answer(
+        self, queue: _Queue, rows: list[_Item], logits: Logits | None, error: DocqError | None
+    ) -> None:
+        if isinstance(error, ModelError) and len(rows) > 1:
+            # A permanent error may be one window's: send each alone, so that only the
+            # windows the model refuses by themselves fail (outside the in-flight slots:
+            # at most one batch's worth, and rare).
+            for item in rows:
+                (single,) = pack([item.window], 1, pad_id=queue.pad_id)
+                self._send_rows(queue, single, [item], lambda: None)
+            return
+        for r, item in enumerate(rows):
+            if isinstance(error, ModelError):
+                item.request.refuse(item.row, error)
+            elif error is not None or logits is None:
+                item.request.fail(error or InferenceUnavailable("no logits"))
+            else:
+                item.request.fill(item.row, logits[r])
 
     def _pick(self, now: float) -> tuple[tuple[_Queue, list[_Item]] | None, float | None]:
         """The next batch to send, or how long to wait for one (None: until woken)."""

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from transformers import PreTrainedTokenizerFast
 
+from docq.errors import WindowsRejected
 from docq.models import ModelSpec
 from docq.text.aggregation import Aggregation, Prediction, aggregate
 from docq.text.tokenizing import tokenize, window_spec
@@ -52,3 +53,25 @@ def classify(
     windows = split_all(tokenize(tok, texts), window_spec(tok, spec.max_seq_len, spec.stride))
     logits = batcher.infer(spec, windows, pad_id=tok.pad_token_id or 0, priority=priority)
     return predictions(windows, logits, len(texts), spec)
+
+
+def classify_documents(
+    texts: Sequence[str],
+    spec: ModelSpec,
+    tok: PreTrainedTokenizerFast,
+    batcher: InferWindows,
+    *,
+    priority: int = 0,
+) -> list[Prediction | str]:
+    """As classify(), but a text whose window the model refused (a permanent error of that
+    input, workers/batcher.py) gets the refusal's message instead, and the others their
+    predictions."""
+    windows = split_all(tokenize(tok, texts), window_spec(tok, spec.max_seq_len, spec.stride))
+    try:
+        logits = batcher.infer(spec, windows, pad_id=tok.pad_token_id or 0, priority=priority)
+        refused: dict[int, str] = {}
+    except WindowsRejected as exc:
+        logits = exc.logits
+        refused = {windows[row].doc: e.message for row, e in exc.errors.items()}
+    preds: list[Prediction | str] = list(predictions(windows, logits, len(texts), spec))
+    return [refused.get(i, p) for i, p in enumerate(preds)]

@@ -15,7 +15,7 @@ from docq.store import JobStore
 from docq.text.tokenizing import load_tokenizer
 from workers import metrics
 from workers.batcher import Batcher
-from workers.pipeline import classify
+from workers.pipeline import classify_documents
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def run_shard(
     # Explicit model control: load the model on first use (waits for it; never fails here).
     ctx.catalog.ensure_ready(job.model)
     spec = ctx.catalog.spec(job.model)
-    preds = classify(
+    preds = classify_documents(
         [d.text for d in documents],
         spec,
         load_tokenizer(spec.tokenizer_dir),
@@ -83,7 +83,9 @@ def run_shard(
         priority=SMALL_JOB_PRIORITY if job.priority else 0,
     )
     results: list[tuple[int, dict[str, Any]]] = [
-        (d.index, {"id": d.id, "label": p.label, "scores": p.scores, "windows": p.windows})
+        (d.index, {"id": d.id, "error": p})
+        if isinstance(p, str)  # the model refused this document's input
+        else (d.index, {"id": d.id, "label": p.label, "scores": p.scores, "windows": p.windows})
         for d, p in zip(documents, preds, strict=True)
     ]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)

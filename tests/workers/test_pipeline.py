@@ -3,17 +3,21 @@ recorder instead of Triton."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import numpy.typing as npt
 
 from docq.config import REPO_ROOT
+from docq.errors import ModelError
 from docq.models import ModelSpec
+from docq.text.aggregation import Prediction
 from docq.text.packing import Batch
 from docq.text.tokenizing import load_tokenizer, tokenize, window_spec
 from docq.text.windowing import split
 from workers.batcher import Batcher
 from workers.inference import Done
-from workers.pipeline import classify
+from workers.pipeline import classify, classify_documents
 
 LABELS = ("a", "b", "c")
 TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
@@ -89,3 +93,46 @@ def test_batches_respect_max_batch_size_and_token_budget() -> None:
     assert all(len(b.rows) <= 4 for b in batches)
     assert all(b.computed_tokens <= 64 for b in batches)
     assert max(b.input_ids.shape[1] for b in batches) == 32
+
+
+MARKER = "poison"
+
+
+class Refuser(Recorder):
+    """A model that refuses every request holding a window with the marker's first token
+    (a permanent error, as Triton's INVALID_ARGUMENT becomes) and answers the others."""
+
+    def __init__(self, marker_id: int) -> None:
+        super().__init__()
+        self.marker_id = marker_id
+
+    def send(self, spec: ModelSpec, batch: Batch, priority: int, done: Done) -> None:
+        if (batch.input_ids == self.marker_id).any():
+            self.batches.append(batch)
+            done(None, ModelError("model 'm' rejected the request: bad input"))
+            return
+        super().send(spec, batch, priority, done)
+
+
+def test_a_window_the_model_refuses_fails_its_document_only() -> None:
+    tok = load_tokenizer(TOKENIZER)
+    marker_id = tok(MARKER, add_special_tokens=False)["input_ids"][0]
+    texts = [*TEXTS[:2], f"{MARKER} in a short text", *TEXTS[2:]]
+    rec = Refuser(marker_id)
+    b = batcher(rec)
+    expected = classify(TEXTS, spec(), tok, batcher(Recorder()))
+    got: list[list[Prediction | str]] = []
+    # Two shards at once, so that batches mix the windows of both.
+    threads = [
+        threading.Thread(target=lambda t=t: got.append(classify_documents(t, spec(), tok, b)))
+        for t in (texts, TEXTS)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first, second = sorted(got, key=len, reverse=True)
+    assert first[2] == "model 'm' rejected the request: bad input"
+    assert first[:2] + first[3:] == expected
+    assert second == expected
+    assert any(len(x.rows) > 1 for x in rec.batches if (x.input_ids == marker_id).any())

@@ -4,8 +4,11 @@ overwrite (the Triton side of run_shard is covered end to end)."""
 from __future__ import annotations
 
 from docq.jobs import JobStatus
+from docq.models import ModelSpec
 from docq.store import Document, JobStore
-from workers.shard import WorkerContext, fail_shard
+from docq.text.tokenizing import load_tokenizer
+from workers.batcher import Batcher
+from workers.shard import WorkerContext, fail_shard, run_shard
 
 
 def docs(n: int) -> list[Document]:
@@ -52,3 +55,37 @@ def test_a_duplicate_run_answers_nothing_twice(store: JobStore) -> None:
         False,
     )
     assert store.answers(job.id) == {0: 1, 1: 1, 2: 1, 3: 1}
+
+
+class OneModel:
+    """The catalogue of a worker serving one model (no Triton behind it)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self._spec = spec
+
+    def ensure_ready(self, name: str) -> None:
+        pass
+
+    def spec(self, name: str) -> ModelSpec:
+        return self._spec
+
+
+def test_a_document_the_model_refuses_gets_an_error_and_the_others_are_classified(
+    store: JobStore,
+) -> None:
+    from tests.workers.test_pipeline import MARKER, TOKENIZER, Refuser, spec
+
+    marker_id = load_tokenizer(TOKENIZER)(MARKER, add_special_tokens=False)["input_ids"][0]
+    texts = ["an invoice", f"{MARKER} here", "a contract", "a receipt", "a letter", "a memo"]
+    job = store.create_job("m", [Document(f"d{i}", t) for i, t in enumerate(texts)])
+    batcher = Batcher(Refuser(marker_id).send, max_wait_s=0.0)
+    ctx = WorkerContext(store=store, catalog=OneModel(spec()), batcher=batcher)  # type: ignore[arg-type]
+    for n in range(job.shards):
+        run_shard(ctx, job.id, n)
+    after = store.get_job(job.id)
+    assert after.status is JobStatus.SUCCEEDED
+    assert (after.documents_done, after.documents_failed) == (6, 1)
+    data, _ = store.results_page(after, 0, 6)
+    assert data[1] == {"id": "d1", "error": "model 'm' rejected the request: bad input"}
+    assert all("label" in r for i, r in enumerate(data) if i != 1)
+    assert store.answers(job.id) == dict.fromkeys(range(6), 1)
