@@ -1,4 +1,4 @@
-"""Read an upload in any of the three body formats into one validated `JobCreate`.
+"""Read an upload in any of the three body formats (formats.py) into one validated `JobCreate`.
 
 - `application/json`: `{"model": ..., "documents": [{"id", "text"}, ...]}`
 - `application/x-ndjson`: one `{"id", "text"}` per line, model in `?model=`
@@ -18,8 +18,6 @@ so a large upload never stalls the event loop (`/healthz` keeps answering).
 
 from __future__ import annotations
 
-import io
-import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -27,12 +25,10 @@ from typing import Any, TypeVar
 import pydantic
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException, MultiPartParser
 
+from api.formats import parse_json, parse_multipart, parse_ndjson, too_many, webhook_fields
 from docq.config import Settings
 from docq.errors import (
-    MalformedBody,
     Overloaded,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -144,7 +140,7 @@ def check_limits(job: JobCreate, settings: Settings) -> JobCreate:
     """docq's own limits on a schema-valid upload: size, unique ids, no NUL character, text
     that is more than whitespace."""
     if len(job.documents) > settings.max_documents_per_job:
-        raise _too_many(settings.max_documents_per_job, len(job.documents))
+        raise too_many(settings.max_documents_per_job, len(job.documents))
     seen: dict[str, int] = {}
     for i, doc in enumerate(job.documents):
         for field, value in (("id", doc.id), ("text", doc.text)):
@@ -178,142 +174,6 @@ def check_limits(job: JobCreate, settings: Settings) -> JobCreate:
     return job
 
 
-def _too_many(limit: int, seen: int | None = None) -> PayloadTooLarge:
-    count = f"{seen} documents" if seen is not None else f"more than {limit} documents"
-    return PayloadTooLarge(
-        f"{count} in one job; the limit is {limit} (split the upload)",
-        {"limit": limit, "field": "documents"},
-    )
-
-
-class _CapReached(Exception):
-    """Raised from inside json.loads to stop parsing at the document cap."""
-
-
-def _parse_json(body: bytes, max_documents: int) -> Any:
-    """Decode a JSON body, stopping once it has built more objects than an upload of
-    `max_documents` documents can hold (the documents, the upload, its webhook)."""
-    built = 0
-
-    def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal built
-        built += 1
-        if built > max_documents + 2:
-            raise _CapReached
-        return dict(pairs)
-
-    try:
-        return json.loads(body, object_pairs_hook=counted)
-    except _CapReached:
-        raise _too_many(max_documents) from None
-    except RecursionError:
-        raise MalformedBody("malformed JSON: nested too deeply", {"field": "body"}) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MalformedBody(f"malformed JSON: {exc}", {"field": "body"}) from None
-
-
-def _webhook_fields(fields: Any) -> dict[str, Any] | None:
-    """`webhook_url` / `webhook_secret` from query parameters or form fields."""
-    url, secret = fields.get("webhook_url"), fields.get("webhook_secret")
-    if url is None and secret is None:
-        return None
-    return {"url": url, "secret": secret}
-
-
-def _parse_ndjson(body: bytes, model: str | None, max_documents: int) -> dict[str, Any]:
-    """One document per line (LF or CRLF; blank lines skipped), stopping at the cap."""
-    documents: list[Any] = []
-    for lineno, line in enumerate(io.BytesIO(body), start=1):
-        if not line.strip():
-            continue
-        if len(documents) == max_documents:
-            raise _too_many(max_documents)
-        try:
-            documents.append(json.loads(line))
-        except RecursionError:
-            raise MalformedBody(
-                f"malformed JSON on line {lineno}: nested too deeply",
-                {"line": lineno, "field": "body"},
-            ) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise MalformedBody(
-                f"malformed JSON on line {lineno}: {exc}", {"line": lineno, "field": "body"}
-            ) from None
-    return {"model": model, "documents": documents}
-
-
-class _CappedParser(MultiPartParser):
-    """Starlette's multipart parser, refusing a file as soon as it passes `max_file_bytes`
-    (its size is counted as it streams, not after it was spooled)."""
-
-    def __init__(self, *args: Any, max_file_bytes: int, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.max_file_bytes = max_file_bytes
-        self._file_bytes = 0
-
-    def on_part_begin(self) -> None:
-        super().on_part_begin()
-        self._file_bytes = 0
-
-    def on_part_data(self, data: bytes, start: int, end: int) -> None:
-        part = self._current_part
-        if part.file is not None:
-            self._file_bytes += end - start
-            if self._file_bytes > self.max_file_bytes:
-                raise PayloadTooLarge(
-                    f"file {part.file.filename!r} is larger than {self.max_file_bytes} bytes",
-                    {"limit": self.max_file_bytes, "field": "files", "id": part.file.filename},
-                )
-        super().on_part_data(data, start, end)
-
-
-async def _parse_multipart(request: Request, settings: Settings) -> dict[str, Any]:
-    cap = settings.max_documents_per_job
-    parser = _CappedParser(
-        request.headers,
-        _stream(request, settings.max_upload_bytes),
-        max_files=cap,
-        max_fields=16,
-        # a document of max_document_chars characters is at most 4 bytes a character
-        max_file_bytes=4 * settings.max_document_chars,
-    )
-    try:
-        form = await parser.parse()
-    except MultiPartException as exc:
-        if exc.message.startswith("Too many files"):
-            raise PayloadTooLarge(
-                f"more than {cap} files in one upload; the limit is {cap} (split the upload)",
-                {"limit": cap, "field": "files"},
-            ) from None
-        raise MalformedBody(f"malformed multipart body: {exc.message}", {"field": "body"}) from None
-    try:
-        model = form.get("model")
-        documents = []
-        for i, item in enumerate(form.getlist("files")):
-            if not isinstance(item, UploadFile):
-                raise ValidationError(
-                    f"invalid document {i}: files: expected a file, got a plain field",
-                    {"errors": [{"document": i, "field": "files"}]},
-                )
-            raw = await item.read()
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValidationError(
-                    f"invalid document {i}: text: {item.filename!r} is not UTF-8 text",
-                    {"errors": [{"document": i, "id": item.filename, "field": "text"}]},
-                ) from None
-            documents.append({"id": item.filename, "text": text})
-        webhook = _webhook_fields(form)
-    finally:
-        await form.close()
-    return {
-        "model": model if isinstance(model, str) else None,
-        "documents": documents,
-        "webhook": webhook,
-    }
-
-
 def _decode_json(body: bytes, model: str | None, settings: Settings) -> JobCreate:
     cap = settings.max_documents_per_job
     if body.count(b"{") <= cap + 2:  # cannot hold more documents than the cap
@@ -328,15 +188,15 @@ def _decode_json(body: bytes, model: str | None, settings: Settings) -> JobCreat
             if job.model is None and model is not None:
                 job.model = model
             return check_limits(job, settings)
-    raw = _parse_json(body, cap)
+    raw = parse_json(body, cap)
     if isinstance(raw, dict) and raw.get("model") is None and model is not None:
         raw["model"] = model
     return validate(raw, settings)
 
 
 def _decode_ndjson(body: bytes, query: Any, settings: Settings) -> JobCreate:
-    raw = _parse_ndjson(body, query.get("model"), settings.max_documents_per_job)
-    raw["webhook"] = _webhook_fields(query)
+    raw = parse_ndjson(body, query.get("model"), settings.max_documents_per_job)
+    raw["webhook"] = webhook_fields(query)
     return validate(raw, settings)
 
 
@@ -360,7 +220,9 @@ async def parse_upload(request: Request, settings: Settings) -> JobCreate:
     slots.take()
     try:
         if ctype == MULTIPART:
-            raw = await _parse_multipart(request, settings)
+            raw = await parse_multipart(
+                request.headers, _stream(request, settings.max_upload_bytes), settings
+            )
             return await _off_loop(validate, raw, settings)
         body = await read_body(request, settings.max_upload_bytes)
         if ctype == JSON:
