@@ -50,6 +50,10 @@ system:
 	@# so a first `make up` does not wait for its download.
 	@case " $(MAKECMDGOALS) " in *" test "*) command -v chromium >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ;; esac
+	@# The alert rules' unit tests (tests/deploy/test_observability.py) run Prometheus' promtool.
+	@case " $(MAKECMDGOALS) " in *" test "*) command -v promtool >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends prometheus >/dev/null; } ;; esac
 
 # The demo models are built once (deterministic, a few minutes each on 2 cores) and reused:
 # doc-type (document type) and doc-lang (document language), two models on one Triton.
