@@ -14,7 +14,6 @@ on two CPU cores.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import shutil
@@ -138,23 +137,8 @@ def build(repository: Path = REPOSITORY, build_dir: Path = BUILD_DIR) -> dict[st
     return report
 
 
-def arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--repository",
-        type=Path,
-        default=REPOSITORY,
-        help="Triton model repository to publish into (default: model_repository/); "
-        "another path builds without touching the served model.",
-    )
-    parser.add_argument(
-        "--build-dir", type=Path, default=BUILD_DIR, help="Checkpoint, ONNX and report."
-    )
-    return parser.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> None:
-    args = arguments(argv)
+    args = head.build_arguments(__doc__.splitlines()[0], REPOSITORY, BUILD_DIR, argv)
     report = build(args.repository, args.build_dir)
     heldout = report["heldout"]
     assert isinstance(heldout, dict)

@@ -8,6 +8,7 @@ while the result stays a standard Hugging Face checkpoint.
 
 from __future__ import annotations
 
+import argparse
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -122,3 +123,21 @@ def _pooler(model: BertForSequenceClassification) -> nn.Linear:
     if model.bert.pooler is None:
         raise ValueError("the model has no pooler: it cannot be a BertForSequenceClassification")
     return model.bert.pooler.dense
+
+
+def build_arguments(
+    description: str, repository: Path, build_dir: Path, argv: list[str] | None = None
+) -> argparse.Namespace:
+    """The command line both demo builds take: where to publish, where to build."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--repository",
+        type=Path,
+        default=repository,
+        help="Triton model repository to publish into (default: model_repository/); "
+        "another path builds without touching the served model.",
+    )
+    parser.add_argument(
+        "--build-dir", type=Path, default=build_dir, help="Checkpoint, ONNX and report."
+    )
+    return parser.parse_args(argv)
