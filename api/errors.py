@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 
 from docq import errors
+from docq.schemas import ErrorBody
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +34,11 @@ STATUS: list[tuple[type[errors.DocqError], int]] = [
     (errors.RetryableError, 503),
     (errors.DocqError, 500),
 ]
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, object]]:
+    """OpenAPI `responses` declaring these error statuses, each with the error body."""
+    return {code: {"model": ErrorBody, "description": HTTPStatus(code).phrase} for code in codes}
 
 
 def status_of(exc: errors.DocqError) -> int:
@@ -59,6 +67,15 @@ class ErrorResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at the request's path (its 405's `Allow`)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] is Match.PARTIAL:
+            methods |= route.methods or set()
+    return sorted(methods)
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that give every error the `{"error": {...}}` shape."""
 
@@ -80,9 +97,12 @@ def install(app: FastAPI) -> None:
         )
 
     @app.exception_handler(HTTPException)
-    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return ErrorResponse(body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:  # Starlette's names only the first route of the path
+            headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
+        return ErrorResponse(body(code, str(exc.detail)), exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

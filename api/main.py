@@ -50,9 +50,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     # Every /v1 route needs an API key; /healthz, /readyz and /metrics stay open.
     authenticated = [Depends(auth.tenant)]
-    app.include_router(jobs.router, dependencies=authenticated)
-    app.include_router(webhooks.router, dependencies=authenticated)
-    app.include_router(models.router, dependencies=authenticated)
+    # What any of them may answer: no or a bad key, no such job, Redis down.
+    declared = errors.responses(401, 404, 503)
+    app.include_router(jobs.router, dependencies=authenticated, responses=declared)
+    app.include_router(webhooks.router, dependencies=authenticated, responses=declared)
+    app.include_router(models.router, dependencies=authenticated, responses=declared)
     app.include_router(health.router)
     app.include_router(metrics.router)
     return app

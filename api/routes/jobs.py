@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from prometheus_client import Histogram
 
-from api import submissions
+from api import errors, submissions
 from api.auth import Tenant
 from api.deps import Deps
 from api.uploads import NDJSON, parse_upload
@@ -58,7 +58,12 @@ UPLOAD_BODY = {
 
 
 @router.post(
-    "", status_code=202, response_model=JobCreated, openapi_extra={"requestBody": UPLOAD_BODY}
+    "",
+    status_code=202,
+    response_model=JobCreated,
+    openapi_extra={"requestBody": UPLOAD_BODY},
+    # A replay of an Idempotency-Key answers 200 with the job it made; the rest are refusals.
+    responses={200: {"model": JobCreated}, **errors.responses(400, 409, 413, 415, 429)},
 )
 async def create_job(
     request: Request,
