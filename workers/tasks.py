@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from celery import Task
+from celery.signals import task_postrun, task_received
 from celery.utils.time import get_exponential_backoff_interval
 
 from docq import webhooks
@@ -17,7 +18,7 @@ from docq.queue import DELIVER_WEBHOOK, PROCESS_SHARD
 from workers import metrics
 from workers.app import app, context, store
 from workers.shard import fail_shard, run_shard
-from workers.sweeper import Lease
+from workers.sweeper import Lease, heartbeat
 from workers.webhooks import DeliveryPolicy, deliver
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,32 @@ def retry_delay(s: Settings, failing_since: float, now: float, retries: int) -> 
         s.task_retry_backoff_s, retries, s.task_retry_backoff_max_s, True
     )
     return max(1, min(delay, math.ceil(left)))  # the last attempt at the end of the budget
+
+
+@task_received.connect
+def _lease_on_receipt(request: Any, **_: Any) -> None:
+    """Lease a shard the moment this worker receives its message, not only once a thread
+    starts it: a message prefetched (or held for a retry's countdown) by a worker that is
+    then killed is swept like a running one, instead of waiting for the visibility timeout.
+    The heartbeat renews it while the message waits here."""
+    if request.name != PROCESS_SHARD:
+        return
+    job_id, n = request.args[0], request.args[1]
+    s = get_settings()
+    try:
+        store().recovery.hold(job_id, n, time.time() + s.shard_lease_s)
+    except StoreUnavailable as exc:  # the visibility timeout stays the fallback
+        log.warning("job %s shard %d: no lease on receipt: %s", job_id, n, exc.detail)
+        return
+    heartbeat(store(), s.shard_lease_s).add(job_id, n)
+
+
+@task_postrun.connect
+def _end_receipt_lease(task: Any, args: Any, **_: Any) -> None:
+    """The message's run is over (done, given up, or retried by a new message): stop
+    renewing for the receipt; the run itself released or extended the lease."""
+    if task.name == PROCESS_SHARD:
+        heartbeat(store(), get_settings().shard_lease_s).remove(args[0], args[1])
 
 
 @app.task(name=PROCESS_SHARD, base=ShardTask, bind=True, max_retries=None)

@@ -132,3 +132,23 @@ def test_a_swept_shard_goes_back_to_its_tenants_lane(
     for tenant in tenants:
         assert r.llen(bulk_lane(tenant, LANES)) == 1, tenant
     assert queued(url) == {CPU_QUEUE: 2, PRIORITY_QUEUE: 0}
+
+
+def test_a_shard_is_leased_as_soon_as_its_message_is_received(
+    store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message prefetched by a worker that is killed before a thread starts it is swept
+    too: the lease is taken on receipt, and renewed until the message's run is over."""
+    from types import SimpleNamespace
+
+    from docq.queue import PROCESS_SHARD
+    from workers import sweeper, tasks
+
+    monkeypatch.setattr(tasks, "store", lambda: store)
+    job = store.create_job("m", docs(2))
+    tasks._lease_on_receipt(request=SimpleNamespace(name=PROCESS_SHARD, args=[job.id, 0]))
+    assert (job.id, 0) in store.recovery.held()
+    held = sweeper.heartbeat(store, LEASE_S)._held
+    assert held[(job.id, 0)] == 1  # renewed while it waits
+    tasks._end_receipt_lease(task=SimpleNamespace(name=PROCESS_SHARD), args=[job.id, 0])
+    assert (job.id, 0) not in held
