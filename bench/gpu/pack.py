@@ -5,7 +5,7 @@ numpy 2, grpcio, protobuf, rich and typer (the device README's KINDS.md lists th
 Everything else travels with the call, 64 MiB at most in all:
 
 - `tritonserver.tar.xz`: the tritonserver of the installed nvidia-pytriton wheel, trimmed
-  to what runs it (DESIGN.md, platform facts 2026-12-01): `bin/`, `backends/python`, the
+  to what runs it (README, Platform notes): `bin/`, `backends/python`, the
   Python 3.12 stub and the libraries of `nvidia_pytriton.libs/` that `ldd` names for the
   binary and the Python backend; the other stubs and the bundled libpython 3.13 stay here.
   The layout of site-packages is kept, so the binaries' RPATHs find their libraries, with
