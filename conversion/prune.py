@@ -43,12 +43,14 @@ def prune(checkpoint: Path, ids: Iterable[int], out: Path) -> Path:
     return out
 
 
-def restore(pruned: Path, config_dir: Path, out: Path) -> Path:
-    """A full checkpoint directory (config, tokenizer, weights) from a pruned file."""
+def restore(pruned: Path, config_dir: Path, out: Path, fill: str = "nan") -> Path:
+    """A full checkpoint directory (config, tokenizer, weights) from a pruned file; the rows
+    not kept are NaN, or zero (`fill="zero"`) for a tool that feeds random tokens."""
     tensors = load_file(str(pruned))
     keep, rows = tensors.pop(_IDS), tensors.pop(_ROWS)
     vocab = int(tensors.pop("__vocab_size__")[0])
-    embeddings = torch.full((vocab, rows.shape[1]), float("nan"), dtype=rows.dtype)
+    value = {"nan": float("nan"), "zero": 0.0}[fill]
+    embeddings = torch.full((vocab, rows.shape[1]), value, dtype=rows.dtype)
     embeddings[keep] = rows
     tensors[EMBEDDINGS] = embeddings
     out.mkdir(parents=True, exist_ok=True)

@@ -55,9 +55,12 @@ LABELS = ("invoice", "receipt", "contract", "letter", "report", "other")
 MAX_BATCH, MAX_LEN, VOCAB = 64, 512, 50265
 
 
+PARAM = "param."  # a variant's `param.sdpa_backend=cudnn`: a config parameter, not a field
+
+
 @dataclass
 class Variant:
-    """One served model: a name and the Target fields it overrides."""
+    """One served model: a name, the Target fields and the runtime parameters it overrides."""
 
     name: str
     overrides: dict[str, Any] = field(default_factory=dict)
@@ -120,14 +123,14 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
     from conversion import convert, pbtxt
     from serving import runtimes
 
+    fields_ = {k: v for k, v in variant.overrides.items() if not k.startswith(PARAM)}
     target = convert.Target(
-        variant.name,
-        "torch-gpu",
-        max_batch_size=MAX_BATCH,
-        max_seq_len=MAX_LEN,
-        **variant.overrides,
+        variant.name, "torch-gpu", max_batch_size=MAX_BATCH, max_seq_len=MAX_LEN, **fields_
     )
     config = pbtxt.build(target.classifier_config(len(LABELS)))
+    for key, value in variant.overrides.items():  # runtime parameters Target has no field for
+        if key.startswith(PARAM):
+            config.parameters[key.removeprefix(PARAM)].string_value = str(value)
     if not on_gpu:  # the CPU rehearsal: the same runtime file, an instance of kind CPU
         config.instance_group[0].kind = mc.ModelInstanceGroup.KIND_CPU
     model_dir = repo / variant.name
@@ -463,7 +466,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     ap.add_argument("--tiny", action="store_true", help="a 2-layer model: CPU rehearsal")
-    ap.add_argument("--variant", action="append", default=[], help="NAME[:field=value,...]")
+    ap.add_argument(
+        "--variant", action="append", default=[], help="NAME[:field=value,param.P=value,...]"
+    )
     ap.add_argument("--seconds", type=float, default=2.0, help="measured time per level")
     ap.add_argument("--warm", type=float, default=0.5, help="unmeasured time per level")
     ap.add_argument("--requests", type=int, default=100, help="one-at-a-time requests")
@@ -483,7 +488,7 @@ def main() -> None:
 
     known = {f.name for f in fields(Target)}
     for v in variants:
-        if unknown := set(v.overrides) - known:
+        if unknown := {k for k in v.overrides if not k.startswith(PARAM)} - known:
             raise SystemExit(f"variant {v.name}: no Target field {sorted(unknown)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="docq-serve-"))

@@ -1,0 +1,188 @@
+"""The parity gate on the GPU host: both demo models through the served torch-gpu runtime.
+
+`docq validate` compares a candidate with the PyTorch FP32 reference on 10,000 labelled
+documents. Here the candidate is the real thing: each demo model laid out as docq lays out
+a `torch-gpu` model (FP16, CUDA graphs for small batches, eager beyond), served by a real
+tritonserver on the GPU and called over gRPC (`triton:HOST:PORT/MODEL`), against the FP32
+checkpoint on the same GPU (TF32 off). With `--cpu`, doc-type's CPU runtimes too (ONNX
+Runtime fused, OpenVINO FP32), built on that host by `docq convert` and run on its cores.
+
+The checkpoints travel pruned (`conversion.prune`: only the embedding rows the documents
+use, the others NaN, so a document needing another row cannot pass unseen), each in a call
+of its own (the device tool carries 64 MiB a call), and wait in `--stash` for the run:
+
+    here:   .venv/bin/python -m bench.gpu.parity pack          # .parity/: pruned + configs
+    there:  python3 -m bench.gpu.parity stash .parity/doc-type  # one call per model
+            python3 -m bench.gpu.parity run --out $OUT [--cpu]  # after `source remote.sh`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MODELS = ("doc-type", "doc-lang")
+PARITY = Path(".parity")
+STASH = Path("/tmp/docq-parity-stash")
+N, SEED = 10000, 4004
+MAX_BATCH = 64  # windows per call: the reference's batches, and the served max_batch_size
+
+
+def pack(n: int) -> None:
+    """`.parity/NAME/`: the pruned weights of each model and its config and tokenizer."""
+    from conversion.prune import main as prune
+
+    for name in MODELS:
+        folder = PARITY / name
+        folder.mkdir(parents=True, exist_ok=True)
+        checkpoint = Path("build") / name / "checkpoint"
+        for path in checkpoint.iterdir():
+            if path.suffix != ".safetensors":
+                shutil.copyfile(path, folder / path.name)
+        prune(
+            [str(checkpoint), "--corpus", name, "--n", str(n), "--seed", str(SEED),
+             "--out", str(folder / "pruned.safetensors")]
+        )  # fmt: skip
+
+
+def stash(folder: Path) -> None:
+    """Keep a carried model folder on the device for a later call (the tree does not stay)."""
+    dest = STASH / folder.name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(folder, dest)
+    print(f"stashed {folder} in {dest}: {sorted(p.name for p in dest.iterdir())}")
+
+
+def restore(name: str, work: Path, fill: str = "nan") -> Path:
+    from conversion.prune import restore as rebuild
+
+    out = work / f"{name}-{fill}"
+    rebuild(STASH / name / "pruned.safetensors", STASH / name, out, fill=fill)
+    return out
+
+
+def publish(repo: Path, name: str, checkpoint: Path, on_gpu: bool) -> None:
+    """`repo/NAME/1/` as `docq convert --runtime torch-gpu` lays it out (without its ONNX
+    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt."""
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    from conversion import convert, pbtxt
+    from serving import runtimes
+
+    labels = json.loads((checkpoint / "config.json").read_text())["id2label"]
+    target = convert.Target(name, "torch-gpu", max_batch_size=MAX_BATCH, max_seq_len=512)
+    version = repo / name / "1"
+    version.mkdir(parents=True)
+    for path in checkpoint.iterdir():
+        os.link(path, version / path.name)
+    runtimes.install("torch_gpu", version)
+    config = pbtxt.build(target.classifier_config(len(labels)))
+    if not on_gpu:  # a CPU rehearsal: the same runtime file, an instance of kind CPU
+        config.instance_group[0].kind = mc.ModelInstanceGroup.KIND_CPU
+    pbtxt.write(config, repo / name / "config.pbtxt")
+    names = [labels[str(i)] for i in range(len(labels))]
+    (repo / name / "labels.txt").write_text("".join(f"{x}\n" for x in names), encoding="utf-8")
+
+
+class Run(argparse.Namespace):
+    out: Path
+    n: int
+    reference: str
+    threads: int
+
+
+def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out: str) -> int:
+    cmd = [
+        sys.executable, "-m", "conversion.cli", "validate", str(checkpoint),
+        "--reference", run.reference, "--corpus", corpus, "--n", str(run.n),
+        "--seed", str(SEED), "--batch-size", str(MAX_BATCH), "--out", str(run.out / out),
+        "--threads", str(run.threads),
+    ]  # fmt: skip
+    for spec in candidates:
+        cmd += ["--candidate", spec]
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.run(cmd).returncode
+
+
+def run_gpu(run: Run, work: Path) -> dict[str, int]:
+    import torch
+
+    from bench.gpu.serve import start_server, wait_ready
+
+    repo = work / "repo"
+    checkpoints = {name: restore(name, work) for name in MODELS}
+    for name, checkpoint in checkpoints.items():
+        publish(repo, name, checkpoint, on_gpu=torch.cuda.is_available())
+    proc, url = start_server(repo, list(MODELS), run.out / "triton.log")
+    codes = {}
+    try:
+        wait_ready(proc, url, list(MODELS), 180)
+        for name, checkpoint in checkpoints.items():
+            t = time.perf_counter()
+            codes[name] = validate(
+                run, checkpoint, [f"triton:{url}/{name}"], name, f"{name}-{run.n}-triton"
+            )
+            print(f"{name}: exit {codes[name]} in {time.perf_counter() - t:.0f} s", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return codes
+
+
+def run_cpu(run: Run, work: Path) -> dict[str, int]:
+    """doc-type's CPU runtimes, built here by `docq convert` from the checkpoint with the
+    unused rows zeroed (its ONNX check feeds random tokens); the reference keeps NaN rows."""
+    zeroed, reference = restore("doc-type", work, fill="zero"), restore("doc-type", work)
+    builds = {  # label: docq convert's flags, the candidate spec of what it stages
+        "fused": (["--runtime", "onnx-cpu", "--fuse"], "onnx:{}/model.onnx"),
+        "openvino": (["--runtime", "openvino-cpu"], "openvino:fp32:{}/model.xml"),
+    }
+    candidates = []
+    for label, (flags, spec) in builds.items():
+        workdir = work / f"convert-{label}"
+        cmd = [
+            sys.executable, "-m", "conversion.cli", "convert", str(zeroed), "--name", "doc-type",
+            *flags, "--threads", str(run.threads), "--workdir", str(workdir),
+        ]  # fmt: skip
+        print("+", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+        candidates.append(spec.format(workdir / "doc-type" / "version"))
+    code = validate(run, reference, candidates, "doc-type", f"doc-type-{run.n}-cpu")
+    return {"doc-type-cpu": code}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.gpu.parity", description=__doc__)
+    sub = ap.add_subparsers(dest="step", required=True)
+    sub.add_parser("pack").add_argument("--n", type=int, default=N)
+    sub.add_parser("stash").add_argument("folder", type=Path)
+    run = sub.add_parser("run")
+    run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--n", type=int, default=N)
+    run.add_argument("--gpu", action=argparse.BooleanOptionalAction, default=True)
+    run.add_argument("--cpu", action="store_true", help="doc-type's CPU runtimes too")
+    run.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    run.add_argument("--reference", default="torch:fp32:cuda", help="torch:fp32 rehearses on CPU")
+    args = ap.parse_args(namespace=Run())
+    if args.step == "pack":
+        return pack(args.n)
+    if args.step == "stash":
+        return stash(args.folder)
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path("/tmp/docq-parity-work")
+    shutil.rmtree(work, ignore_errors=True)
+    codes = run_gpu(args, work) if args.gpu else {}
+    if args.cpu:
+        codes |= run_cpu(args, work)
+    print(json.dumps(codes))
+    raise SystemExit(1 if any(codes.values()) else 0)
+
+
+if __name__ == "__main__":
+    main()
