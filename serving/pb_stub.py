@@ -26,8 +26,10 @@ class Tensor:
 
 
 class TritonError:
-    def __init__(self, message: str) -> None:
-        self.message = message
+    UNKNOWN, INTERNAL, NOT_FOUND, INVALID_ARG, UNAVAILABLE, UNSUPPORTED = range(6)
+
+    def __init__(self, message: str, code: int = INTERNAL) -> None:
+        self.message, self.code = message, code
 
 
 class InferenceResponse:

@@ -6,6 +6,14 @@ A runtime supplies one function, `run(input_ids, attention_mask) -> logits`, ove
 already padded into one array pair; this module reads the requests, pads them together,
 calls it once and splits the logits back, so a fix to the loop reaches every runtime.
 
+Errors carry the code the client acts on. A request that is wrong (a missing or misshapen
+input, a token id outside the model's vocabulary, as a tokenizer that does not match the
+model gives) is INVALID_ARG: no retry and no other server will take it, so the worker
+fails only its windows. A run that fails for any other reason is INTERNAL, which workers
+retry. A runtime names the exceptions of its engine that mean "this input is wrong"
+(`invalid`) and, where it knows it, its vocabulary size (ids beyond it are refused before
+the run: on CUDA an out-of-range embedding index is a device-side assert, not an error).
+
 Inputs are read through DLPack (`np.from_dlpack`), which is right with numpy 1 and 2: the
 stub's `as_numpy()` reads zeros under numpy 2 (Triton 2.51). Outputs from a numpy array are
 built with `pb_utils.Tensor(name, array)` (`Tensor.from_dlpack` on a numpy array crashes the
@@ -40,6 +48,21 @@ def parameter(config: dict[str, Any], key: str, default: str) -> str:
     return str(config.get("parameters", {}).get(key, {}).get("string_value", default))
 
 
+def invalid_arg(message: str) -> Any:
+    """An error the client must not retry: the request itself is wrong."""
+    return pb_utils.TritonError(message, pb_utils.TritonError.INVALID_ARG)
+
+
+def check_ids(ids: np.ndarray, vocab_size: int | None) -> None:
+    """ValueError unless every token id lies in [0, vocab_size)."""
+    if ids.size == 0:
+        return
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or (vocab_size is not None and high >= vocab_size):
+        bound = f"[0, {vocab_size})" if vocab_size is not None else "[0, ...)"
+        raise ValueError(f"input_ids must lie in {bound}; this request holds {low}..{high}")
+
+
 def read(request: Any, name: str) -> np.ndarray:
     """One [batch, sequence] input of a request; ValueError when missing or misshapen."""
     tensor = pb_utils.get_input_tensor_by_name(request, name)
@@ -70,9 +93,17 @@ def pad(
     return input_ids, attention_mask, bounds
 
 
-def execute(requests: list[Any], run: Run, runtime: str) -> list[Any]:
-    """One response per request, in order: a bad request fails alone, a failed run fails
-    the requests of that run (`runtime` names it in the error)."""
+def execute(
+    requests: list[Any],
+    run: Run,
+    runtime: str,
+    *,
+    vocab_size: int | None = None,
+    invalid: tuple[type[BaseException], ...] = (),
+) -> list[Any]:
+    """One response per request, in order: a bad request fails alone (INVALID_ARG), a
+    failed run fails the requests of that run (`runtime` names it in the error): with
+    INVALID_ARG when `run` raised one of `invalid`, else INTERNAL."""
     responses: list[Any] = [None] * len(requests)
     valid: list[tuple[int, np.ndarray, np.ndarray]] = []
     for i, request in enumerate(requests):
@@ -83,9 +114,10 @@ def execute(requests: list[Any], run: Run, runtime: str) -> list[Any]:
                     f"input_ids {list(ids.shape)} and attention_mask "
                     f"{list(mask.shape)} differ in shape"
                 )
+            check_ids(ids, vocab_size)
             valid.append((i, ids, mask))
         except Exception as exc:  # the client's fault: report it on its own response
-            responses[i] = pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+            responses[i] = pb_utils.InferenceResponse(error=invalid_arg(str(exc)))
     if not valid:
         return responses
     try:
@@ -94,8 +126,11 @@ def execute(requests: list[Any], run: Run, runtime: str) -> list[Any]:
         for (i, _, _), (a, b) in zip(valid, bounds, strict=True):
             responses[i] = pb_utils.InferenceResponse(output_tensors=[output(logits[a:b])])
     except Exception as exc:  # the runtime failed: every request of this run fails
+        message = f"{runtime} failed: {exc}"
+        if isinstance(exc, invalid):
+            error = invalid_arg(message)
+        else:
+            error = pb_utils.TritonError(message, pb_utils.TritonError.INTERNAL)
         for i, _, _ in valid:
-            responses[i] = pb_utils.InferenceResponse(
-                error=pb_utils.TritonError(f"{runtime} failed: {exc}")
-            )
+            responses[i] = pb_utils.InferenceResponse(error=error)
     return responses

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 from docq_execute import OUTPUT, execute, parameter  # copied beside this file
+from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
 
 
 class TritonPythonModel:
@@ -36,7 +37,9 @@ class TritonPythonModel:
 
     def execute(self, requests: list[Any]) -> list[Any]:
         """One response per request, in order (docq_execute pads them into one ORT call)."""
-        return execute(requests, self._run, "onnxruntime")
+        # ONNX Runtime checks every Gather index itself (INVALID_ARGUMENT when one is out
+        # of range); negative ids, which it would wrap, execute() refuses.
+        return execute(requests, self._run, "onnxruntime", invalid=(InvalidArgument,))
 
     def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         logits = self.session.run(

@@ -44,6 +44,27 @@ def compile_model(path: Path, precision: str, threads: int) -> ov.CompiledModel:
     )
 
 
+def vocabulary_size(model: Any) -> int | None:
+    """Rows of the embedding table that `input_ids` indexes (its first Gather, through any
+    Convert), or None if the graph does not show one. OpenVINO's Gather fills an
+    out-of-range index with zeros instead of failing, so execute() checks ids against it."""
+    for param in model.get_parameters():
+        if "input_ids" not in param.output(0).get_names():
+            continue
+        nodes = [t.get_node() for t in param.output(0).get_target_inputs()]
+        for _ in range(3):
+            following = []
+            for node in nodes:
+                if node.get_type_name() == "Gather":
+                    shape = node.input_value(0).get_partial_shape()
+                    if shape.rank.get_length() == 2 and shape[0].is_static:
+                        return int(shape[0].get_length())
+                elif node.get_type_name() == "Convert":
+                    following += [t.get_node() for t in node.output(0).get_target_inputs()]
+            nodes = following
+    return None
+
+
 class TritonPythonModel:
     """Runs an OpenVINO sequence classifier; pads each execute()'s requests into one call."""
 
@@ -57,10 +78,11 @@ class TritonPythonModel:
         )
         # One request object, reused: an instance runs one execution at a time.
         self.request = self.compiled.create_infer_request()
+        self.vocab_size = vocabulary_size(ov.Core().read_model(str(path)))
 
     def execute(self, requests: list[Any]) -> list[Any]:
         """One response per request, in order (docq_execute pads them into one call)."""
-        return execute(requests, self._run, "openvino")
+        return execute(requests, self._run, "openvino", vocab_size=self.vocab_size)
 
     def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         result = self.request.infer({"input_ids": input_ids, "attention_mask": attention_mask})

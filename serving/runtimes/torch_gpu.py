@@ -201,6 +201,7 @@ class TritonPythonModel:
             torch.set_num_threads(int(parameter(config, "intra_op_threads", "1")))
         folder = Path(args["model_repository"]) / args["model_version"]
         self.model = load(folder, self.device, self.dtype)
+        self.vocab_size = int(json.loads((folder / "config.json").read_text())["vocab_size"])
         self.backend = parameter(config, "sdpa_backend", "") if self.device != "cpu" else ""
         self.graphs: CudaGraphs | None = None
         if self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true":
@@ -220,7 +221,15 @@ class TritonPythonModel:
 
     def execute(self, requests: list[Any]) -> list[Any]:
         """One response per request, in order (docq_execute pads them into one call)."""
-        return execute(requests, self._run, "torch")
+        # Ids are checked against the vocabulary before the run: on CUDA an out-of-range
+        # embedding index is a device-side assert that poisons the context for good.
+        return execute(
+            requests,
+            self._run,
+            "torch",
+            vocab_size=self.vocab_size,
+            invalid=(IndexError,),
+        )
 
     @torch.inference_mode()
     def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:

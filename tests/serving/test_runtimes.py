@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import model_config_pb2 as mc
+from tritonclient.utils import InferenceServerException
 
 from conversion import convert, parity
 from conversion.checkpoint import load_checkpoint
@@ -76,6 +77,29 @@ def test_served_int8_runtime_stays_close_to_pytorch(served: str, tiny_checkpoint
     expected = parity.torch_runner(model)(batch)
     assert got.shape == expected.shape
     assert np.abs(got - expected).max() < 0.05  # weights quantized, not garbage
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("bad_id", [30522, -1])  # one past the vocabulary; negative
+def test_a_token_outside_the_vocabulary_is_invalid_argument_not_internal(
+    served: str, name: str, bad_id: int
+) -> None:
+    """Workers retry INTERNAL for the whole retry budget and fail only the windows of an
+    INVALID_ARGUMENT: a wrong input must be the second, and must not come back as logits
+    (ONNX Runtime wraps a negative index; OpenVINO fills an out-of-range one with zeros)."""
+    ids, mask = _batch()
+    ids[2, 5] = bad_id  # one row of the five
+    inputs = []
+    for key, array in (("input_ids", ids), ("attention_mask", mask)):
+        tensor = grpcclient.InferInput(key, list(array.shape), "INT64")
+        tensor.set_data_from_numpy(array)
+        inputs.append(tensor)
+    client = grpcclient.InferenceServerClient(served)
+    with pytest.raises(InferenceServerException) as refused:
+        client.infer(name, inputs)
+    assert refused.value.status() == "StatusCode.INVALID_ARGUMENT", refused.value
+    assert client.is_model_ready(name)  # still serving
+    client.close()
 
 
 def test_every_served_config_is_the_one_published(served: str) -> None:

@@ -91,14 +91,20 @@ def test_cpu_instance_answers_each_request_with_its_rows(
     assert model.graphs is None  # graphs are for GPU instances
     a, b = windows(2, 10, 1), windows(3, 17, 2)
     bad = {"input_ids": a[0], "attention_mask": b[1]}  # shapes differ: this request alone fails
+    beyond = a[0].copy()
+    beyond[0, 3] = model.model.config.vocab_size  # an id past the embedding: refused, not run
     responses = model.execute(
         [
             {"input_ids": a[0], "attention_mask": a[1]},
             bad,
             {"input_ids": b[0], "attention_mask": b[1]},
+            {"input_ids": beyond, "attention_mask": a[1]},
         ]
     )
     assert responses[1].error is not None and "differ in shape" in responses[1].error.message
+    assert responses[3].error is not None and "must lie in" in responses[3].error.message
+    for refused in (responses[1], responses[3]):  # the request's fault: not to be retried
+        assert refused.error.code == pb_stub.TritonError.INVALID_ARG
     for response, (ids, mask) in ((responses[0], a), (responses[2], b)):
         assert response.error is None
         (out,) = response.output_tensors
