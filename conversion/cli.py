@@ -274,9 +274,11 @@ def convert(
         import tritonclient.grpc as grpcclient
         from tritonclient.utils import InferenceServerException
 
+        from docq.model_control import Policy
+
         client = grpcclient.InferenceServerClient(settings.triton_grpc_url)
         try:
-            client.load_model(name)
+            client.load_model(name, headers=Policy.from_settings(settings).headers)
         except InferenceServerException as exc:
             typer.echo(f"published, but Triton did not load it: {exc.message()}")
             raise typer.Exit(1) from None

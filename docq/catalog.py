@@ -129,7 +129,9 @@ class ModelCatalog:
             if self._index and time.monotonic() - self._index[0] < self.ttl_s:
                 return self._index[1]
         models: list[dict[str, Any]] = self._first(
-            lambda s: s.client.get_model_repository_index(as_json=True).get("models", []),
+            lambda s: s.client.get_model_repository_index(
+                headers=self.policy.headers, as_json=True
+            ).get("models", []),
             "repository index",
         )
         with self._lock:
@@ -153,7 +155,9 @@ class ModelCatalog:
         config = None
         for i, server in enumerate(list(self._servers)):
             try:
-                config = server.client.get_model_config(name, as_json=True)["config"]
+                config = server.client.get_model_config(
+                    name, headers=self.policy.headers, as_json=True
+                )["config"]
                 break
             except InferenceServerException as exc:
                 text = str(exc).lower()

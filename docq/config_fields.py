@@ -111,6 +111,14 @@ class Access(BaseModel):
         "running jobs); an upload past it gets 429 with Retry-After. Bounds the Redis memory "
         "one tenant can hold; must be at least max_documents_per_job.",
     )
+    triton_admin_key: str = Field(
+        "",
+        description="Value of the `triton-admin-key` header Triton asks for on its model "
+        "repository, model config, statistics, shared-memory, trace and logging APIs (HTTP "
+        "and gRPC): set, the launcher restricts them and the API and workers send it; "
+        "inference and health stay open. Empty: unrestricted (the local stack listens on "
+        "loopback only); deployments must set it.",
+    )
     flower_basic_auth: str = Field(
         "",
         description="`user:password` Flower asks for (comma-separate several). Empty: "

@@ -14,14 +14,12 @@ the repository is loaded when a job first needs it:
             load (blocks until Triton has loaded and warmed it; concurrent callers of other
             processes wait in Triton for the same load) ──> infer
 
-State lives in Triton, not in docq: the repository index says what is loading, ready or
-unloaded, and Triton's statistics give each model's last inference time, which is the
-LRU clock for every API and worker process at once (a warm-up counts as a use, so a model
-just loaded is the most recent). Nothing is coordinated through Redis; two workers making
-room at the same moment may unload one model more than needed, never a busy one: a model
-that answered within DOCQ_MODEL_IDLE_S is kept even over the cap, so running shards keep
-their model. The cap is therefore soft. A shard whose model is unloaded all the same gets
-a retryable error, and its retry loads the model again.
+State lives in Triton: its repository index says what is loading, ready or unloaded, and
+its statistics give each model's last inference (a warm-up counts), the LRU clock of every
+process at once. Two workers making room at once may unload one model too many, never a
+busy one: a model that answered within DOCQ_MODEL_IDLE_S stays even over the (soft) cap.
+A shard whose model is unloaded all the same gets a retryable error; its retry reloads it.
+With DOCQ_TRITON_ADMIN_KEY these calls send the header Triton's admin APIs then require.
 """
 
 from __future__ import annotations
@@ -42,6 +40,7 @@ from docq.config import Settings
 from docq.errors import InferenceUnavailable, UnknownModel
 
 log = logging.getLogger(__name__)
+ADMIN_HEADER = "triton-admin-key"  # serving/server.py restricts Triton's admin APIs to it
 
 LOAD_SECONDS = Histogram(
     "docq_model_load_seconds",
@@ -156,6 +155,7 @@ class Policy:
     max_loaded: int = 0  # 0: no cap
     memory_budget_mb: int = 0  # 0: no budget
     idle_s: float = 30.0
+    admin_key: str = ""  # Triton's restricted APIs: sent as the triton-admin-key header
 
     @classmethod
     def from_settings(cls, s: Settings) -> Policy:
@@ -165,7 +165,12 @@ class Policy:
             max_loaded=s.model_max_loaded,
             memory_budget_mb=s.model_memory_budget_mb,
             idle_s=s.model_idle_s,
+            admin_key=s.triton_admin_key,
         )
+
+    @property
+    def headers(self) -> dict[str, str] | None:  # of calls to Triton's restricted APIs
+        return {ADMIN_HEADER: self.admin_key} if self.admin_key else None
 
 
 def choose_unloads(
@@ -232,7 +237,7 @@ class ModelControl:
         """Every model of the repository and its state, read from Triton now."""
         try:
             index = self.client.get_model_repository_index(
-                as_json=True, client_timeout=self.probe_timeout_s
+                headers=self.policy.headers, as_json=True, client_timeout=self.probe_timeout_s
             ).get("models", [])
         except InferenceServerException as exc:
             raise InferenceUnavailable("inference server unavailable", str(exc)) from exc
@@ -262,7 +267,7 @@ class ModelControl:
         self.make_room(name)
         start = time.monotonic()
         try:
-            self.client.load_model(name)
+            self.client.load_model(name, headers=self.policy.headers)
         except InferenceServerException as exc:
             LOADS.labels(name, "failed").inc()
             raise InferenceUnavailable(f"model {name!r} failed to load", exc.message()) from exc
@@ -293,7 +298,7 @@ class ModelControl:
         )
         for m in victims:
             try:
-                self.client.unload_model(m)
+                self.client.unload_model(m, headers=self.policy.headers)
             except InferenceServerException as exc:  # unloaded by someone else meanwhile
                 log.warning("could not unload model %s: %s", m, exc)
                 continue
@@ -305,7 +310,7 @@ class ModelControl:
         """Each loaded model's last inference (Triton's clock, ms since the epoch; 0: never)."""
         try:
             stats = self.client.get_inference_statistics(
-                as_json=True, client_timeout=self.probe_timeout_s
+                headers=self.policy.headers, as_json=True, client_timeout=self.probe_timeout_s
             ).get("model_stats", [])
         except InferenceServerException as exc:
             raise InferenceUnavailable("inference server unavailable", str(exc)) from exc

@@ -24,6 +24,7 @@ from typing import Annotated
 import typer
 
 from docq.config import get_settings
+from docq.model_control import ADMIN_HEADER
 
 
 def wheel_root() -> Path:
@@ -60,6 +61,19 @@ def server_env(base: dict[str, str]) -> dict[str, str]:
     return env
 
 
+# Triton's APIs that only a caller with the admin header may use, over HTTP and gRPC:
+# docq's model control and catalogue send it; inference, health and metadata stay open.
+RESTRICTED = "model-repository,model-config,statistics,shared-memory,trace,logging"
+
+
+def restrictions(admin_key: str) -> list[str]:
+    """The tritonserver flags that put RESTRICTED behind `triton-admin-key: admin_key`."""
+    if not admin_key:
+        return []
+    rule = f"{RESTRICTED}:{ADMIN_HEADER}={admin_key}"
+    return [f"--http-restricted-api={rule}", f"--grpc-restricted-protocol={rule}"]
+
+
 def server_command(
     model_repository: Path,
     http_port: int,
@@ -69,8 +83,10 @@ def server_command(
     model_control: str = "none",
     load: list[str] | None = None,
     extra: list[str] | None = None,
+    admin_key: str = "",
 ) -> list[str]:
-    """The tritonserver command line for this repository and these ports."""
+    """The tritonserver command line for this repository and these ports; with an
+    `admin_key`, Triton's admin APIs restricted to callers that send it."""
     root = wheel_root()
     cmd = [
         str(root / "bin" / "tritonserver"),
@@ -89,7 +105,7 @@ def server_command(
         "--log-verbose=0",
     ]
     cmd += [f"--load-model={name}" for name in load or []]
-    return cmd + list(extra or [])
+    return cmd + restrictions(admin_key) + list(extra or [])
 
 
 def startup_models(repository: Path, names: tuple[str, ...]) -> list[str]:
@@ -131,6 +147,7 @@ def main(
         model_control=mode,
         load=startup_models(repository, s.startup_models) if mode == "explicit" else None,
         extra=list(ctx.args),
+        admin_key=s.triton_admin_key,
     )
     os.execve(cmd[0], cmd, server_env(dict(os.environ)))
 

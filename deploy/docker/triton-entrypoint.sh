@@ -9,6 +9,9 @@
 #   DOCQ_MODEL_PINNED       reports ready (explicit mode); both default to doc-type, as in
 #                           docq/config.py. One missing from the repository is reported, not
 #                           fatal (the server starts without it).
+#   DOCQ_TRITON_ADMIN_KEY   set: the admin APIs (RESTRICTED below, as in serving/server.py)
+#                           need the header triton-admin-key with this value, over HTTP and
+#                           gRPC; docq's model control sends it. Inference and health stay open.
 #
 # Ports are the container's own (8000 HTTP, 8001 gRPC, 8002 metrics): map them outside.
 # Arguments are passed to tritonserver after these flags (a later flag wins).
@@ -46,6 +49,12 @@ if [[ "${mode}" == explicit ]]; then
       echo "docq-triton: startup model '${name}' is not in ${repository}" >&2
     fi
   done
+fi
+
+restricted="model-repository,model-config,statistics,shared-memory,trace,logging"
+if [[ -n "${DOCQ_TRITON_ADMIN_KEY:-}" ]]; then
+  rule="${restricted}:triton-admin-key=${DOCQ_TRITON_ADMIN_KEY}"
+  args+=("--http-restricted-api=${rule}" "--grpc-restricted-protocol=${rule}")
 fi
 
 exec tritonserver "${args[@]}" "$@"

@@ -13,8 +13,10 @@ import yaml
 
 from devstack import credentials
 from docq.config import Settings
+from docq.model_control import ADMIN_HEADER
 from docq.store import connection
 from docq.store.tenants import Tenants
+from serving.server import RESTRICTED
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S = DEPLOY / "k8s"
@@ -74,12 +76,23 @@ def test_compose_redis_needs_a_password_and_refuses_writes_when_full() -> None:
     assert api_env["DOCQ_API_KEY_SECRET"].startswith("${DOCQ_API_KEY_SECRET:?")
 
 
-def test_compose_triton_restricts_its_admin_apis() -> None:
-    argv = compose()["triton"]["command"]
-    assert argv[0] == "docq-triton"  # the image's CMD, or the flags would be the program
-    http = option(argv, "--http-restricted-api")
-    assert http is not None and "model-repository" in http.split(":")[0].split(",")
-    assert option(argv, "--grpc-restricted-api") is not None
+def test_the_triton_image_restricts_what_the_local_launcher_restricts() -> None:
+    """The NGC image's launcher adds the same two flags as serving/server.py, from the same
+    setting; 2.51 names gRPC's flag --grpc-restricted-protocol (an unknown flag stops it)."""
+    script = (DEPLOY / "docker" / "triton-entrypoint.sh").read_text()
+    assert f'restricted="{RESTRICTED}"' in script
+    assert 'if [[ -n "${DOCQ_TRITON_ADMIN_KEY:-}" ]]' in script
+    rule = "${restricted}:" + ADMIN_HEADER + "=${DOCQ_TRITON_ADMIN_KEY}"
+    assert f'rule="{rule}"' in script
+    assert '"--http-restricted-api=${rule}" "--grpc-restricted-protocol=${rule}"' in script
+
+
+def test_compose_triton_restricts_its_admin_apis_and_docq_sends_the_key() -> None:
+    services = compose()
+    assert "command" not in services["triton"]  # the image's launcher, flags from the env
+    for name in ("triton", "api", "worker", "priority", "webhooks"):
+        key = services[name]["environment"]["DOCQ_TRITON_ADMIN_KEY"]
+        assert key == "${DOCQ_TRITON_ADMIN_KEY:?set DOCQ_TRITON_ADMIN_KEY}", name
 
 
 # --- Kubernetes ---------------------------------------------------------------------
@@ -106,13 +119,18 @@ def test_k8s_redis_needs_a_password_and_refuses_writes_when_full() -> None:
             assert trigger["authenticationRef"]["name"] in k8s("TriggerAuthentication")
 
 
-def test_k8s_triton_restricts_its_admin_apis() -> None:
-    c = container(k8s("Deployment")["triton"])
-    assert c["args"][0] == "docq-triton"
-    http = option(c["args"], "--http-restricted-api")
-    assert http is not None and http.endswith("triton-admin-key=$(TRITON_ADMIN_KEY)")
-    assert "model-repository" in http.split(":")[0].split(",")
-    assert secret_env(c, "TRITON_ADMIN_KEY")["key"] == "TRITON_ADMIN_KEY"
+def test_k8s_triton_restricts_its_admin_apis_and_docq_sends_the_key() -> None:
+    deployments = k8s("Deployment")
+    c = container(deployments["triton"])
+    assert "args" not in c  # the image's launcher, flags from the env
+    assert secret_env(c, "DOCQ_TRITON_ADMIN_KEY")["key"] == "DOCQ_TRITON_ADMIN_KEY"
+    for name, deployment in deployments.items():  # the API and workers read every secret
+        if name in ("api", "worker", "priority", "webhooks"):
+            sources = container(deployment).get("envFrom", [])
+            refs = [e["secretRef"]["name"] for e in sources if "secretRef" in e]
+            assert refs == ["docq-secrets"], name
+    kustomization = (K8S / "kustomization.yaml").read_text()
+    assert "--from-literal=DOCQ_TRITON_ADMIN_KEY=" in kustomization
 
 
 def test_k8s_network_policies_deny_by_default() -> None:
