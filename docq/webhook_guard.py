@@ -106,8 +106,24 @@ def check_url(url: str) -> Target:
             "webhook URL must not carry credentials; the signature authenticates docq",
             {"field": "webhook.url"},
         )
+    if named := secret_parameters(parsed):
+        raise WebhookRefused(
+            f"webhook URL must not carry secrets in its query ({', '.join(named)}): URLs are "
+            "stored and shown, and the signature authenticates docq (give webhook.secret)",
+            {"field": "webhook.url", "parameters": named},
+        )
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     return Target(parsed, parsed.host, port)
+
+
+# Query parameter names that carry credentials (matched as parts of the lower-cased name).
+SECRET_WORDS = ("secret", "token", "key", "password", "passwd", "signature", "auth", "credential")
+
+
+def secret_parameters(url: httpx.URL) -> list[str]:
+    """The query parameter names of `url` that look like credentials (never their values)."""
+    names = dict.fromkeys(k for k, _ in url.params.multi_items())
+    return [k for k in names if any(word in k.lower() for word in SECRET_WORDS)]
 
 
 def system_resolver(host: str, port: int) -> list[str]:

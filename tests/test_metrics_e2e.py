@@ -8,6 +8,7 @@ workers started here count nothing else.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,7 +54,7 @@ def own_settings(tmp_path: Path, settings: Settings) -> Iterator[Settings]:
 
 
 def test_every_metric_counts_the_job_and_every_log_line_names_it(
-    own_settings: Settings, tmp_path: Path
+    own_settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from api.main import create_app
 
@@ -62,8 +63,10 @@ def test_every_metric_counts_the_job_and_every_log_line_names_it(
     env = settings_env(own_settings)
     worker_port, hooks_port = free_port(), free_port()
     receiver = Receiver(503, 200)  # one attempt to retry, then delivered
+    headers = tenant_headers(own_settings)
+    caplog.set_level(logging.DEBUG)  # the API runs in-process: every record it logs
     with (
-        TestClient(create_app(own_settings), headers=tenant_headers(own_settings)) as api,
+        TestClient(create_app(own_settings), headers=headers) as api,
         receiver.serve() as hook_url,
     ):
         assert api.get("/metrics", follow_redirects=False).status_code == 200
@@ -148,3 +151,21 @@ def test_every_metric_counts_the_job_and_every_log_line_names_it(
     assert {e["shard"] for e in shard_lines} == set(range(shards))
     hook_lines = [json.loads(x) for x in hooks_log.read_text().splitlines() if x.startswith("{")]
     assert [e for e in hook_lines if e.get("job_id") == job_id and "webhook" in e["message"]]
+
+    # no log holds the API key, the webhook's signing secret or a document's text
+    secret = created.json()["webhook"]["secret"]
+    assert secret and secret.startswith("whsec_")
+    never = {
+        "API key": headers["Authorization"].removeprefix("Bearer "),
+        "webhook secret": secret.removeprefix("whsec_"),
+        **{f"text of {d['id']}": d["text"][20:60] for d in docs},
+    }
+    logs = {
+        "worker": worker_log.read_text(),
+        "webhooks worker": hooks_log.read_text(),
+        "API": "\n".join(r.getMessage() for r in caplog.records),
+    }
+    assert len(logs["API"]) > 0 and job_id in logs["worker"]  # the logs were read
+    for where, text in logs.items():
+        for what, value_ in never.items():
+            assert value_ not in text, f"the {where} log holds the {what}"

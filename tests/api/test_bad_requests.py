@@ -277,6 +277,13 @@ CATALOGUE = [
         kwargs=hook("http://user:pw@127.0.0.1:9/"),
     ),
     Bad(
+        "webhook secret in the query string",
+        422,
+        "webhook_refused",
+        "access_token",
+        kwargs=hook("http://127.0.0.1:9/hook?job=1&access_token=hunter2"),
+    ),
+    Bad(
         "webhook secret malformed",
         422,
         "webhook_refused",
@@ -572,6 +579,7 @@ def test_a_bad_request_gets_a_precise_json_4xx_and_creates_nothing(
     assert {"code", "message", "detail"} <= set(error)
     assert error["code"] == bad.code
     assert bad.says.lower() in error["message"].lower()
+    assert "hunter2" not in resp.text  # a secret the request carried is never echoed
     assert footprint(server[1]) == before, "a bad request created a job or a task"
     assert client.get("/healthz").json() == {"status": "ok"}  # the server is still up
 
