@@ -1,6 +1,8 @@
-"""Triton stops for 60 s in the middle of a 600-document job: the shards wait and resume,
-no document is marked failed, /readyz says Triton is down while the API stays ready, and
-status and results stay readable throughout. The labels match a fault-free run.
+"""Triton stops for 60 s, and separately for 10 minutes, in the middle of a 600-document
+job: the shards wait and resume (their retries run against a time budget, 30 minutes by
+default, not a count), no document is marked failed, /readyz says Triton is down while
+the API stays ready, and status and results stay readable throughout. The labels match a
+fault-free run and every document is answered once.
 
 Triton is killed (SIGKILL: no graceful drain) and started again on the same ports, as a
 supervisor would restart it.
@@ -31,7 +33,6 @@ from tests.test_e2e import all_results, wait_until_final
 pytestmark = pytest.mark.integration
 
 DOCUMENTS = 600
-OUTAGE_S = 60
 
 
 @contextmanager
@@ -62,8 +63,13 @@ def kill(proc: subprocess.Popen) -> None:
     proc.wait(60)
 
 
-@pytest.mark.timeout(1800)
-def test_a_60_s_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(tmp_path: Path) -> None:
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize(
+    "outage_s", [60, pytest.param(600, marks=pytest.mark.slow, id="10-minutes")]
+)
+def test_a_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(
+    tmp_path: Path, outage_s: int
+) -> None:
     from api.main import create_app
 
     ports = (free_port(), free_port(), free_port())
@@ -99,7 +105,7 @@ def test_a_60_s_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(tmp_path:
                 assert ready.status_code == 200  # the API still serves
                 assert ready.json()["checks"] == {"redis": True, "triton": False}
                 assert ready.json()["status"] == "degraded"
-                outage_ends = time.monotonic() + OUTAGE_S
+                outage_ends = time.monotonic() + outage_s
                 while time.monotonic() < outage_ends:  # reads stay up, nothing fails
                     status = api.get(f"/v1/jobs/{job_id}")
                     assert status.status_code == 200
