@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import Depends, FastAPI
 
-from api import auth, errors, metrics
+from api import auth, docs, errors, metrics
 from api.deps import Resources
 from api.routes import health, jobs, models, webhooks
 from docq import __version__, logs
@@ -46,8 +46,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             resources.catalog.close()
             resources.store.r.close()
 
-    app = FastAPI(title="docq", version=__version__, lifespan=lifespan)
+    app = FastAPI(
+        title="docq", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     errors.install(app)
+    docs.install(app)  # Swagger UI from the API itself, not from a CDN
     # Every /v1 route needs an API key; /healthz, /readyz and /metrics stay open.
     authenticated = [Depends(auth.tenant)]
     # What any of them may answer: no or a bad key, no such job, Redis down.
