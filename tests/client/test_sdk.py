@@ -16,8 +16,9 @@ import pytest
 import standardwebhooks
 
 from client import errors
+from client.aio import AsyncDocqClient
 from client.documents import Limits, bodies, from_ndjson, from_paths, from_texts
-from client.sdk import AsyncDocqClient, DocqClient, verify_webhook
+from client.sdk import DocqClient, verify_webhook
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
