@@ -19,7 +19,6 @@ its statistics give each model's last inference (a warm-up counts), the LRU cloc
 process at once. Two workers making room at once may unload one model too many, never a
 busy one: a model that answered within DOCQ_MODEL_IDLE_S stays even over the (soft) cap.
 A shard whose model is unloaded all the same gets a retryable error; its retry reloads it.
-With DOCQ_TRITON_ADMIN_KEY these calls send the header Triton's admin APIs then require.
 """
 
 from __future__ import annotations
@@ -40,7 +39,8 @@ from docq.config import Settings
 from docq.errors import InferenceUnavailable, UnknownModel
 
 log = logging.getLogger(__name__)
-ADMIN_HEADER = "triton-admin-key"  # serving/server.py restricts Triton's admin APIs to it
+# Triton's admin APIs' header (serving/server.py), and the name gRPC callers send it under
+ADMIN_HEADER, GRPC_ADMIN_HEADER = "triton-admin-key", "triton-grpc-protocol-triton-admin-key"
 
 LOAD_SECONDS = Histogram(
     "docq_model_load_seconds",
@@ -170,7 +170,7 @@ class Policy:
 
     @property
     def headers(self) -> dict[str, str] | None:  # of calls to Triton's restricted APIs
-        return {ADMIN_HEADER: self.admin_key} if self.admin_key else None
+        return {GRPC_ADMIN_HEADER: self.admin_key} if self.admin_key else None
 
 
 def choose_unloads(

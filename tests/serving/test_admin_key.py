@@ -16,14 +16,20 @@ from tritonclient.utils import InferenceServerException
 
 from devstack.services import triton_server
 from docq.errors import InferenceUnavailable
-from docq.model_control import ADMIN_HEADER, ModelControl, ModelState, Policy
+from docq.model_control import (
+    ADMIN_HEADER,
+    GRPC_ADMIN_HEADER,
+    ModelControl,
+    ModelState,
+    Policy,
+)
 from serving.server import restrictions
 from tests.conftest import link_model
 
 pytestmark = pytest.mark.integration
 
 KEY = "admin-key-for-tests"
-MODEL = "doc-type"
+MODEL = "doc-lang"  # not a startup model: loaded only when asked
 
 
 def test_no_key_no_restriction_and_a_key_restricts_both_protocols() -> None:
@@ -39,7 +45,7 @@ def test_no_key_no_restriction_and_a_key_restricts_both_protocols() -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     root = tmp_path_factory.mktemp("admin")
     link_model(root / "repo", MODEL)
-    env = {**os.environ, "DOCQ_TRITON_ADMIN_KEY": KEY, "DOCQ_MODEL_STARTUP": ""}
+    env = {**os.environ, "DOCQ_TRITON_ADMIN_KEY": KEY}
     with triton_server(
         root / "repo", root / "triton.log", extra=["--model-control", "explicit"], env=env
     ) as url:
@@ -54,7 +60,8 @@ def test_admin_calls_without_the_key_are_refused(server: tuple[str, Path]) -> No
         lambda: client.load_model(MODEL),
         lambda: client.get_inference_statistics(),
         lambda: client.get_model_config(MODEL),
-        lambda: client.load_model(MODEL, headers={ADMIN_HEADER: "wrong"}),
+        lambda: client.load_model(MODEL, headers={GRPC_ADMIN_HEADER: "wrong"}),
+        lambda: client.load_model(MODEL, headers={ADMIN_HEADER: KEY}),  # HTTP's name
     ):
         with pytest.raises(InferenceServerException, match=r"(?i)restricted|header"):
             call()
