@@ -4,7 +4,8 @@ Shard workers run Celery's thread pool, so a kill takes the whole process with t
 it was running. Their messages stay unacknowledged in Redis until the visibility timeout
 (left at its hour here, so it cannot be what recovers them): the shards come back because
 their leases stop being renewed and a sweeper (workers/sweeper.py, a thread in every shard
-worker) enqueues them again. Each kill is followed at once by a new worker, as a
+worker) enqueues them again, or, for a message popped in the instant before its lease was
+taken, puts it back in its queue. Each kill is followed at once by a new worker, as a
 supervisor would start one.
 
 Answered once is counted, not inferred from the results (a hash keyed by position, where
@@ -39,18 +40,10 @@ KILLS = 3
 @pytest.fixture
 def crash_settings(tmp_path: Path, settings: Settings) -> Iterator[Settings]:
     """The session's settings on a Redis of its own (no other worker takes these shards),
-    with short leases. The visibility timeout is 90 s, not its default hour: it stays the
-    fallback for a message a worker popped from Redis and was killed before it could lease
-    it (a window of microseconds, which three kills during fast shards can still hit); the
-    shards recovered by the sweeper are checked below."""
+    with short leases; the visibility timeout stays at its default hour."""
     with redis_server(tmp_path / "redis") as redis_url:
         yield settings.model_copy(
-            update={
-                "redis_url": redis_url,
-                "shard_lease_s": 4.0,
-                "sweep_interval_s": 1.0,
-                "visibility_timeout_s": 90,
-            }
+            update={"redis_url": redis_url, "shard_lease_s": 4.0, "sweep_interval_s": 1.0}
         )
 
 

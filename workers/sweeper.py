@@ -10,26 +10,33 @@ lease expired, and the jobs whose record was written but whose shards were never
 (the API died in between). Shard writes are idempotent (store/lua/complete_shard.lua), so a
 shard that runs twice answers once.
 
-The window it leaves: a task its worker received but had not yet started when it died
-holds no lease; it comes back after the visibility timeout. With prefetch 1 and a thread
-pool, a worker receives only as many tasks as it runs at once, so that window is the few
-milliseconds between receiving a task and taking its lease.
+The window between the broker and the lease: kombu's Redis transport moves a message to
+its `unacked` hash when a worker pops it, and the worker leases the shard when Celery
+receives the message (workers/tasks.py), a few milliseconds later. A worker killed in
+between leaves a message that nothing leases; the sweeper puts such a message back in its
+queue once it has sat unacknowledged and unleased for a whole lease (restore_unleased),
+instead of leaving it to the visibility timeout (an hour).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import threading
 import time
 from types import TracebackType
+from typing import Any
 
 from celery import Celery
 from celery.signals import worker_ready
+from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from docq.config import get_settings
 from docq.errors import DocqError, NotFound, QueueUnavailable, StoreUnavailable
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, enqueue_shards
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, PROCESS_SHARD, enqueue_shards
 from docq.store import JobStore
 
 log = logging.getLogger(__name__)
@@ -167,7 +174,60 @@ def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float, lanes:
             enqueue_shards(celery, job, pending, lanes=lanes)
             enqueued += len(pending)
         store.recovery.drop_unenqueued(job_id, claim)
-    return enqueued
+    return enqueued + restore_unleased(store, celery, popped_before=now - lease_s)
+
+
+def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
+    """(job id, shard) of a process_shard message as kombu keeps it, or None."""
+    if message.get("headers", {}).get("task") != PROCESS_SHARD:
+        return None
+    body = message.get("body", "")
+    if message.get("properties", {}).get("body_encoding") == "base64":
+        body = base64.b64decode(body)
+    args = json.loads(body)[0]  # Celery's message protocol 2: [args, kwargs, embed]
+    return str(args[0]), int(args[1])
+
+
+def restore_unleased(store: JobStore, celery: Celery, *, popped_before: float) -> int:
+    """Put back in its queue every shard message that a worker popped before
+    `popped_before` and never leased (it died between the two), unless its shard is done;
+    returns how many. kombu's own restore moves each, atomically (two sweepers restore a
+    message once)."""
+    held = store.recovery.held()
+    try:
+        return _restore(store, celery, popped_before, held)
+    except (OperationalError, RedisError, OSError) as exc:
+        raise QueueUnavailable("the broker's unacknowledged messages", str(exc)) from exc
+
+
+def _restore(
+    store: JobStore, celery: Celery, popped_before: float, held: dict[tuple[str, int], float]
+) -> int:
+    restored = 0
+    with celery.connection_for_write() as conn:
+        channel: Any = conn.default_channel
+        client = channel.client
+        for tag in client.zrangebyscore(channel.unacked_index_key, "-inf", popped_before):
+            raw = client.hget(channel.unacked_key, tag)
+            shard = shard_of(json.loads(raw)[0]) if raw else None
+            if shard is None or shard in held:
+                continue
+            job_id, n = shard
+            try:
+                job = store.get_job(job_id)
+            except NotFound:
+                continue  # expired or deleted: the visibility timeout may have it
+            if job.status.final or n in store.completed_shards(job_id):
+                continue
+            log.warning(
+                "job %s shard %d: its message was taken and never leased (worker lost between "
+                "the two); put back in its queue",
+                job_id,
+                n,
+            )
+            channel.qos.restore_by_tag(tag, client)
+            restored += 1
+    return restored
 
 
 def _sweep_forever(celery: Celery, stop: threading.Event) -> None:

@@ -4,6 +4,9 @@ from it; no worker consumes them)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +17,16 @@ from celery import Celery
 
 from devstack.services import redis_server
 from docq.config import Settings
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, bulk_lane, consumed_queues, make_celery
+from docq.queue import (
+    CPU_QUEUE,
+    PRIORITY_QUEUE,
+    bulk_lane,
+    consumed_queues,
+    enqueue_shards,
+    make_celery,
+)
 from docq.store import Document, JobStore
-from workers.sweeper import Lease, sweep
+from workers.sweeper import Lease, restore_unleased, shard_of, sweep
 
 LEASE_S = 30.0
 LANES = 8
@@ -152,3 +162,42 @@ def test_a_shard_is_leased_as_soon_as_its_message_is_received(
     assert held[(job.id, 0)] == 1  # renewed while it waits
     tasks._end_receipt_lease(task=SimpleNamespace(name=PROCESS_SHARD), args=[job.id, 0])
     assert (job.id, 0) not in held
+
+
+def take_and_die(url: str, queue: str) -> None:
+    """A worker's broker client that pops a message and is killed before Celery receives
+    it: kombu has moved it to its unacked hash, and nothing leased its shard."""
+    code = (
+        "import os\n"
+        "from kombu import Connection\n"
+        f"with Connection({url!r}) as conn:\n"
+        f"    assert conn.default_channel.basic_get({queue!r}, no_ack=False) is not None\n"
+        "    os._exit(0)  # no ack and no restore, as a SIGKILL leaves it\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_message_taken_but_never_leased_goes_back_to_its_queue_after_a_lease(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    job = store.create_job("doc-type", docs(12), tenant="acme")  # 3 shards
+    store.recovery.enqueued(job.id)
+    enqueue_shards(celery, job, [0, 1, 2], lanes=LANES)
+    lane = bulk_lane("acme", LANES)
+    for _ in range(3):
+        take_and_die(url, lane)
+    r = redis.Redis.from_url(url)
+    assert r.llen(lane) == 0 and r.hlen("unacked") == 3
+    store.recovery.hold(job.id, 1, time.time() + LEASE_S)  # shard 1 was received: leased
+    store.finish_shard(job.id, 2, [ok(i) for i in range(8, 12)])  # shard 2 done before ack
+    now = time.time()
+    assert restore_unleased(store, celery, popped_before=now - LEASE_S) == 0  # too recent
+    assert restore_unleased(store, celery, popped_before=now + 1) == 1  # shard 0 only
+    assert r.llen(lane) == 1 and r.hlen("unacked") == 2
+    body = json.loads(r.lindex(lane, 0))
+    assert shard_of(body) == (job.id, 0) and body["headers"]["redelivered"] is True
+    assert restore_unleased(store, celery, popped_before=now + 1) == 0  # once
+    # and sweep() does it too, after a whole lease
+    store.recovery.release(job.id, 1)
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=now + LEASE_S + 1) == 1
+    assert r.llen(lane) == 2
