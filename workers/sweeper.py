@@ -10,12 +10,12 @@ lease expired, and the jobs whose record was written but whose shards were never
 (the API died in between). Shard writes are idempotent (store/lua/complete_shard.lua), so a
 shard that runs twice answers once.
 
-The window between the broker and the lease: kombu's Redis transport moves a message to
-its `unacked` hash when a worker pops it, and the worker leases the shard when Celery
-receives the message (workers/tasks.py), a few milliseconds later. A worker killed in
-between leaves a message that nothing leases; the sweeper puts such a message back in its
-queue once it has sat unacknowledged and unleased for a whole lease (restore_unleased),
-instead of leaving it to the visibility timeout (an hour).
+The broker's side: kombu's Redis transport moves a message to its `unacked` hash when a
+worker pops it, and the worker leases the shard when Celery receives the message
+(workers/tasks.py), a few milliseconds later. A message whose worker died, before leasing
+it or while running it, stays there until the visibility timeout (an hour); the sweeper
+puts it back in its queue once it has sat unacknowledged for a whole lease with no live
+lease (restore_unleased), so the shard comes back once, as its own message.
 """
 
 from __future__ import annotations
@@ -138,15 +138,21 @@ class Lease:
 
 
 def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float, lanes: int) -> int:
-    """Enqueue again every shard whose lease expired by `now` and every job written more
-    than `lease_s` ago whose shards were never enqueued, each in the queue the API would
-    have chosen (its tenant's lane; `lanes`: the bulk_lanes setting); returns how many shards
-    it enqueued.
+    """Bring back every shard whose lease expired by `now` and every job written more than
+    `lease_s` ago whose shards were never enqueued, each in the queue the API would have
+    chosen (its tenant's lane; `lanes`: the bulk_lanes setting); returns how many shards it
+    brought back. A shard whose message its dead worker still holds unacknowledged gets
+    that message back (restore_unleased), so it is not queued twice; the others are
+    enqueued again.
 
     Raises QueueUnavailable or StoreUnavailable; what it had claimed comes due again.
     """
-    enqueued = 0
+    restored = restore_unleased(store, celery, popped_before=now - lease_s, now=now)
+    enqueued = len(restored)
     for job_id, n, claim in store.recovery.claim_expired(now, lease_s):
+        if (job_id, n) in restored:  # its own message went back to its queue
+            store.recovery.drop_lease(job_id, n, claim)
+            continue
         try:
             job = store.get_job(job_id)
         except NotFound:
@@ -174,7 +180,7 @@ def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float, lanes:
             enqueue_shards(celery, job, pending, lanes=lanes)
             enqueued += len(pending)
         store.recovery.drop_unenqueued(job_id, claim)
-    return enqueued + restore_unleased(store, celery, popped_before=now - lease_s)
+    return enqueued
 
 
 def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
@@ -188,12 +194,14 @@ def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
     return str(args[0]), int(args[1])
 
 
-def restore_unleased(store: JobStore, celery: Celery, *, popped_before: float) -> int:
+def restore_unleased(
+    store: JobStore, celery: Celery, *, popped_before: float, now: float
+) -> set[tuple[str, int]]:
     """Put back in its queue every shard message that a worker popped before
-    `popped_before` and never leased (it died between the two), unless its shard is done;
-    returns how many. kombu's own restore moves each, atomically (two sweepers restore a
-    message once)."""
-    held = store.recovery.held()
+    `popped_before` and that holds no live lease at `now` (its worker died before leasing
+    it, or while running it), unless its shard is done; returns those shards. kombu's own
+    restore moves each, atomically (two sweepers restore a message once)."""
+    held = {shard for shard, until in store.recovery.held().items() if until > now}
     try:
         return _restore(store, celery, popped_before, held)
     except (OperationalError, RedisError, OSError) as exc:
@@ -201,9 +209,9 @@ def restore_unleased(store: JobStore, celery: Celery, *, popped_before: float) -
 
 
 def _restore(
-    store: JobStore, celery: Celery, popped_before: float, held: dict[tuple[str, int], float]
-) -> int:
-    restored = 0
+    store: JobStore, celery: Celery, popped_before: float, held: set[tuple[str, int]]
+) -> set[tuple[str, int]]:
+    restored: set[tuple[str, int]] = set()
     with celery.connection_for_write() as conn:
         channel: Any = conn.default_channel
         client = channel.client
@@ -220,13 +228,13 @@ def _restore(
             if job.status.final or n in store.completed_shards(job_id):
                 continue
             log.warning(
-                "job %s shard %d: its message was taken and never leased (worker lost between "
-                "the two); put back in its queue",
+                "job %s shard %d: its worker was lost holding its message (lease expired or "
+                "never taken); the message is back in its queue",
                 job_id,
                 n,
             )
             channel.qos.restore_by_tag(tag, client)
-            restored += 1
+            restored.add(shard)
     return restored
 
 

@@ -177,9 +177,12 @@ def take_and_die(url: str, queue: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
-def test_a_message_taken_but_never_leased_goes_back_to_its_queue_after_a_lease(
+def test_a_message_its_dead_worker_held_goes_back_to_its_queue_once(
     store: JobStore, celery: Celery, url: str
 ) -> None:
+    """Taken and never leased (killed in between), or leased and the lease expired (killed
+    while running it): the message itself goes back to its queue, after a whole lease, and
+    the shard is not enqueued a second time."""
     job = store.create_job("doc-type", docs(12), tenant="acme")  # 3 shards
     store.recovery.enqueued(job.id)
     enqueue_shards(celery, job, [0, 1, 2], lanes=LANES)
@@ -188,16 +191,18 @@ def test_a_message_taken_but_never_leased_goes_back_to_its_queue_after_a_lease(
         take_and_die(url, lane)
     r = redis.Redis.from_url(url)
     assert r.llen(lane) == 0 and r.hlen("unacked") == 3
-    store.recovery.hold(job.id, 1, time.time() + LEASE_S)  # shard 1 was received: leased
-    store.finish_shard(job.id, 2, [ok(i) for i in range(8, 12)])  # shard 2 done before ack
     now = time.time()
-    assert restore_unleased(store, celery, popped_before=now - LEASE_S) == 0  # too recent
-    assert restore_unleased(store, celery, popped_before=now + 1) == 1  # shard 0 only
+    store.recovery.hold(job.id, 1, now + LEASE_S)  # shard 1 was received: leased
+    store.finish_shard(job.id, 2, [ok(i) for i in range(8, 12)])  # shard 2 done before ack
+    assert restore_unleased(store, celery, popped_before=now - LEASE_S, now=now) == set()
+    assert restore_unleased(store, celery, popped_before=now + 1, now=now) == {(job.id, 0)}
     assert r.llen(lane) == 1 and r.hlen("unacked") == 2
     body = json.loads(r.lindex(lane, 0))
     assert shard_of(body) == (job.id, 0) and body["headers"]["redelivered"] is True
-    assert restore_unleased(store, celery, popped_before=now + 1) == 0  # once
-    # and sweep() does it too, after a whole lease
-    store.recovery.release(job.id, 1)
-    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=now + LEASE_S + 1) == 1
-    assert r.llen(lane) == 2
+    assert restore_unleased(store, celery, popped_before=now + 1, now=now) == set()  # once
+    # shard 1's worker dies too: its lease expires, and its own message comes back, once
+    later = now + 2 * LEASE_S
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=later) == 1
+    assert r.llen(lane) == 2 and r.hlen("unacked") == 1  # shard 2's stays: it is done
+    assert store.recovery.held() == {}
+    assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=later + 1) == 0
