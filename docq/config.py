@@ -81,10 +81,10 @@ class Settings(BaseSettings, Places, Api, Access, JobStore, Workers, Models, Sch
             raise ValueError("webhook_backoff_max_s must stay below visibility_timeout_s")
         if self.job_ttl_s < 1:
             raise ValueError("job_ttl_s must be >= 1")
-        if self.shard_lease_s <= 0 or self.sweep_interval_s <= 0 or self.task_retry_budget_s < 0:
-            raise ValueError(
-                "shard_lease_s and sweep_interval_s must be > 0, task_retry_budget_s >= 0"
-            )
+        if min(self.shard_lease_s, self.sweep_interval_s, self.audit_interval_s) <= 0:
+            raise ValueError("shard_lease_s, sweep_interval_s and audit_interval_s must be > 0")
+        if self.task_retry_budget_s < 0:
+            raise ValueError("task_retry_budget_s must be >= 0")
 
     @property
     def triton_endpoints(self) -> tuple[str, ...]:

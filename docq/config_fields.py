@@ -199,6 +199,13 @@ class Workers(BaseModel):
         description="How often each shard worker sweeps for expired leases and unenqueued "
         "jobs. Shorter resumes sooner, for one small Redis query per worker and interval.",
     )
+    audit_interval_s: float = Field(
+        30.0,
+        description="How often each unfinished job is checked for shards found nowhere (no "
+        "result, lease, queued or unacknowledged message: a worker killed as it took the "
+        "message from Redis); one still missing at the next check is enqueued again. "
+        "Shorter recovers sooner, for a read of the job's queue per job and interval.",
+    )
     task_retry_backoff_s: int = Field(
         2, description="First retry delay; doubles each attempt (Celery backoff, with jitter)."
     )

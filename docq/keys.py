@@ -77,6 +77,18 @@ def leases() -> str:
     return f"{PREFIX}:leases"
 
 
+def missing(job_id: str) -> str:
+    """Hash: shard number -> when an audit first found it nowhere (no result, lease or
+    message): a shard still missing at the next audit is enqueued again (workers/audit.py)."""
+    return f"{PREFIX}:job:{{{job_id}}}:missing"
+
+
+def active() -> str:
+    """Sorted set: id of each job not yet known to be final -> when it is next due for an
+    audit of its shards (epoch s). Not under a job's hash tag."""
+    return f"{PREFIX}:active"
+
+
 def unenqueued() -> str:
     """Sorted set: id of each job whose record is written but whose shards are not yet known
     to be enqueued -> when it was written (epoch s). Not under a job's hash tag."""

@@ -20,9 +20,12 @@ jobs keep their own lane (PRIORITY_QUEUE), whichever tenant sends them.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from celery import Celery
 from kombu.exceptions import OperationalError
@@ -137,3 +140,14 @@ def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:
     QueueUnavailable when the broker does not take it."""
     with _broker(f"the webhook of job {job_id}"):
         app.send_task(DELIVER_WEBHOOK, args=[job_id, token], queue=WEBHOOKS_QUEUE)
+
+
+def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
+    """(job id, shard) of a process_shard message as kombu keeps it, or None."""
+    if message.get("headers", {}).get("task") != PROCESS_SHARD:
+        return None
+    body = message.get("body", "")
+    if message.get("properties", {}).get("body_encoding") == "base64":
+        body = base64.b64decode(body)
+    args = json.loads(body)[0]  # Celery's message protocol 2: [args, kwargs, embed]
+    return str(args[0]), int(args[1])

@@ -5,8 +5,11 @@ it was running. Their messages stay unacknowledged in Redis until the visibility
 (left at its hour here, so it cannot be what recovers them): the shards come back because
 their leases stop being renewed and a sweeper (workers/sweeper.py, a thread in every shard
 worker) enqueues them again, or, for a message popped in the instant before its lease was
-taken, puts it back in its queue. Each kill is followed at once by a new worker, as a
-supervisor would start one.
+taken, puts it back in its queue. A kill also lands, now and then, between the BRPOP that
+takes a message out of its queue and kombu's record of it: that message is nowhere, and
+the audits (workers/audit.py) enqueue its shard again; the test loses one message that way
+on purpose too, so that every run covers it. Each kill is followed at once by a new worker,
+as a supervisor would start one.
 
 Answered once is counted, not inferred from the results (a hash keyed by position, where
 an overwrite is invisible): the job store counts every write of every document's result.
@@ -22,13 +25,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 
 from corpus.doc_type import generate
 from devstack.services import celery_worker, redis_server
 from docq.config import Settings
+from docq.queue import bulk_lane
 from docq.store import JobStore
-from tests.conftest import settings_env, tenant_headers
+from tests.conftest import TENANT, settings_env, tenant_headers
 from tests.test_e2e import all_results, wait_until_final
 
 pytestmark = pytest.mark.integration
@@ -40,10 +45,15 @@ KILLS = 3
 @pytest.fixture
 def crash_settings(tmp_path: Path, settings: Settings) -> Iterator[Settings]:
     """The session's settings on a Redis of its own (no other worker takes these shards),
-    with short leases; the visibility timeout stays at its default hour."""
+    with short leases and audits; the visibility timeout stays at its default hour."""
     with redis_server(tmp_path / "redis") as redis_url:
         yield settings.model_copy(
-            update={"redis_url": redis_url, "shard_lease_s": 4.0, "sweep_interval_s": 1.0}
+            update={
+                "redis_url": redis_url,
+                "shard_lease_s": 4.0,
+                "sweep_interval_s": 1.0,
+                "audit_interval_s": 2.0,
+            }
         )
 
 
@@ -97,6 +107,9 @@ def test_a_bulk_worker_killed_three_times_mid_shard_loses_nothing_and_answers_on
             still = running - store.completed_shards(created["id"])
             assert still, "the shards running at the kill finished before it"
             # the next worker starts at once, as a supervisor would start one
+        # a kill in BRPOP's instant: the oldest queued message leaves Redis, recorded nowhere
+        lane = bulk_lane(TENANT, crash_settings.bulk_lanes)
+        assert redis.Redis.from_url(crash_settings.redis_url).rpop(lane) is not None
 
         with celery_worker(env, tmp_path / "last.log", "cpu", "last", concurrency=4):
             job, _ = wait_until_final(api, created["id"], timeout=900)
@@ -113,4 +126,5 @@ def test_a_bulk_worker_killed_three_times_mid_shard_loses_nothing_and_answers_on
             for name in ("victim-1.log", "victim-2.log", "last.log")
         )
         assert "lease expired" in swept
+        assert "were in no queue, unacknowledged message or lease" in swept
         assert store.recovery.held() == {}

@@ -15,12 +15,13 @@ worker pops it, and the worker leases the shard when Celery receives the message
 (workers/tasks.py), a few milliseconds later. A message whose worker died, before leasing
 it or while running it, stays there until the visibility timeout (an hour); the sweeper
 puts it back in its queue once it has sat unacknowledged for a whole lease with no live
-lease (restore_unleased), so the shard comes back once, as its own message.
+lease (restore_unleased), so the shard comes back once, as its own message. A message lost
+before it reached that hash is found by the audits of workers/audit.py, which the sweeper
+thread runs too.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -36,8 +37,9 @@ from redis.exceptions import RedisError
 
 from docq.config import get_settings
 from docq.errors import DocqError, NotFound, QueueUnavailable, StoreUnavailable
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, PROCESS_SHARD, enqueue_shards
+from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, enqueue_shards, shard_of
 from docq.store import JobStore
+from workers.audit import audit
 
 log = logging.getLogger(__name__)
 
@@ -183,17 +185,6 @@ def sweep(store: JobStore, celery: Celery, *, lease_s: float, now: float, lanes:
     return enqueued
 
 
-def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
-    """(job id, shard) of a process_shard message as kombu keeps it, or None."""
-    if message.get("headers", {}).get("task") != PROCESS_SHARD:
-        return None
-    body = message.get("body", "")
-    if message.get("properties", {}).get("body_encoding") == "base64":
-        body = base64.b64decode(body)
-    args = json.loads(body)[0]  # Celery's message protocol 2: [args, kwargs, embed]
-    return str(args[0]), int(args[1])
-
-
 def restore_unleased(
     store: JobStore, celery: Celery, *, popped_before: float, now: float
 ) -> set[tuple[str, int]]:
@@ -244,6 +235,7 @@ def _sweep_forever(celery: Celery, stop: threading.Event) -> None:
     while not stop.wait(s.sweep_interval_s):
         try:
             sweep(store, celery, lease_s=s.shard_lease_s, now=time.time(), lanes=s.bulk_lanes)
+            audit(store, celery, every_s=s.audit_interval_s, now=time.time(), lanes=s.bulk_lanes)
         except (StoreUnavailable, QueueUnavailable) as exc:
             log.warning("sweep skipped: %s", exc.message)
         except DocqError as exc:

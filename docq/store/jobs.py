@@ -66,7 +66,7 @@ class JobStore:
     """Reads and writes jobs; one instance per process (it holds a connection pool).
 
     `deliveries` (webhook delivery state), `idempotency` (Idempotency-Keys) and `recovery`
-    (shard leases, jobs not yet enqueued: the sweeper's) share its client."""
+    (shard leases, jobs not yet enqueued, audits: the sweeper's) share its client."""
 
     def __init__(self, client: redis.Redis, *, shard_size: int, ttl_s: int) -> None:
         self.r = client
@@ -74,7 +74,7 @@ class JobStore:
         self.ttl_s = ttl_s
         self.deliveries = Deliveries(client)
         self.idempotency = IdempotencyKeys(client)
-        self.recovery = Recovery(client)
+        self.recovery = Recovery(client, ttl_s=ttl_s)
         self._complete = connection.script(client, "complete_shard")
         self._running = connection.script(client, "mark_running")
         self._cancel = connection.script(client, "cancel")
@@ -140,6 +140,8 @@ class JobStore:
                 p.expire(keys.webhook(job_id), self.ttl_s)
             # Listed until its shards are enqueued: the sweeper enqueues a job left behind.
             p.zadd(keys.unenqueued(), {job_id: now})
+            # Audited until found final: a shard whose message is lost is enqueued again.
+            p.zadd(keys.active(), {job_id: now})
             p.execute()
         return self.get_job(job_id)
 
@@ -153,9 +155,11 @@ class JobStore:
                 keys.answers(job_id),
                 keys.webhook(job_id),
                 keys.webhook_attempts(job_id),
+                keys.missing(job_id),
                 *(keys.shard(job_id, n) for n in range(shards)),
             )
             p.zrem(keys.unenqueued(), job_id)
+            p.zrem(keys.active(), job_id)
             p.execute()
 
     # --- reading ------------------------------------------------------------------

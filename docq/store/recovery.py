@@ -36,8 +36,9 @@ def _member(job_id: str, n: int) -> str:
 class Recovery:
     """Shard leases and the list of jobs not yet enqueued; shares the job store's client."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, *, ttl_s: int) -> None:
         self.r = client
+        self.ttl_s = ttl_s  # of what an audit records: the job's own retention
         self._claim = connection.script(client, "claim_due")
         self._drop = connection.script(client, "drop_claim")
 
@@ -97,3 +98,35 @@ class Recovery:
 
     def drop_unenqueued(self, job_id: str, claim: float) -> None:
         self._drop(keys=[keys.unenqueued()], args=[job_id, repr(claim)])
+
+    def is_unenqueued(self, job_id: str) -> bool:
+        return self.r.zscore(keys.unenqueued(), job_id) is not None
+
+    # --- audits of jobs not yet final -----------------------------------------------
+    def claim_audits(self, due_before: float, now: float) -> list[str]:
+        """Claim the jobs last audited (or created) before `due_before`; each comes due
+        again as long after `now`."""
+        members = self._claim(keys=[keys.active()], args=[repr(due_before), repr(now), CLAIM_BATCH])
+        return [raw.decode() for raw in members]
+
+    def retire(self, job_id: str) -> None:
+        """The job is final or gone: no more audits."""
+        with self.r.pipeline(transaction=True) as p:
+            p.zrem(keys.active(), job_id)
+            p.delete(keys.missing(job_id))
+            p.execute()
+
+    def missing_again(self, job_id: str, missing: set[int], now: float) -> set[int]:
+        """Record the shards an audit found nowhere, and return those the job's previous
+        audit found missing too: lost, to be enqueued again. A shard found since is
+        forgotten, and so is a lost one (its new message is there at the next audit)."""
+        key = keys.missing(job_id)
+        before = {int(n) for n in self.r.hkeys(key)}
+        lost = missing & before
+        with self.r.pipeline(transaction=True) as p:
+            p.delete(key)
+            if suspects := missing - lost:
+                p.hset(key, mapping=dict.fromkeys(suspects, repr(now)))
+                p.expire(key, self.ttl_s)
+            p.execute()
+        return lost

@@ -547,15 +547,16 @@ def job_id(server: tuple[str, Settings]) -> str:
     return job.id
 
 
-def footprint(settings: Settings) -> tuple[set[bytes], dict[str, int], int]:
+def footprint(settings: Settings) -> tuple[set[bytes], dict[str, int], int, int]:
     """Job records, tasks on every classification queue (cpu, its tenant lanes, and
-    cpu-priority), jobs listed as not enqueued."""
+    cpu-priority), jobs listed as not enqueued, jobs listed for audits."""
     r = redis.Redis.from_url(settings.redis_url)
     queues = [CPU_QUEUE, *bulk_lanes(settings.bulk_lanes), PRIORITY_QUEUE]
     return (
         {k for k in r.keys("docq:job:{*}") if isinstance(k, bytes)},
         {q: int(r.llen(q)) for q in queues},
         int(r.zcard("docq:unenqueued")),
+        int(r.zcard("docq:active")),
     )
 
 

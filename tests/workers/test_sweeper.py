@@ -1,6 +1,7 @@
-"""workers.sweeper: leases of running shards and the sweep that recovers what a dead process
-left behind, against a real redis-server that is also the broker (queue lengths are read
-from it; no worker consumes them)."""
+"""workers.sweeper and workers.audit: leases of running shards, the sweep that recovers
+what a dead process left behind and the audits that find lost messages, against a real
+redis-server that is also the broker (queue lengths are read from it; no worker consumes
+them)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,14 @@ from docq.queue import (
     consumed_queues,
     enqueue_shards,
     make_celery,
+    shard_of,
 )
 from docq.store import Document, JobStore
-from workers.sweeper import Lease, restore_unleased, shard_of, sweep
+from workers.audit import audit
+from workers.sweeper import Lease, restore_unleased, sweep
 
 LEASE_S = 30.0
+EVERY_S = 60.0  # between audits of a job
 LANES = 8
 
 
@@ -206,3 +210,78 @@ def test_a_message_its_dead_worker_held_goes_back_to_its_queue_once(
     assert r.llen(lane) == 2 and r.hlen("unacked") == 1  # shard 2's stays: it is done
     assert store.recovery.held() == {}
     assert sweep(store, celery, lanes=LANES, lease_s=LEASE_S, now=later + 1) == 0
+
+
+# --- audits: messages lost between BRPOP and kombu's unacked hash ---------------------
+
+
+def lost_in_transit(url: str, queue: str) -> tuple[str, int]:
+    """What BRPOP does for a worker killed before it read the reply: the message leaves
+    its queue and is recorded nowhere."""
+    raw = redis.Redis.from_url(url).rpop(queue)
+    assert raw is not None
+    shard = shard_of(json.loads(raw))
+    assert shard is not None
+    return shard
+
+
+def queued_shards(url: str, queue: str) -> list[tuple[str, int]]:
+    raws = redis.Redis.from_url(url).lrange(queue, 0, -1)
+    return sorted(s for raw in raws if (s := shard_of(json.loads(raw))))
+
+
+def test_a_shard_found_nowhere_at_two_audits_is_enqueued_again_once(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    """Of five shards, one waits in its queue, one is unacknowledged (its worker died after
+    kombu recorded it), one is leased, one is done and one was lost in transit: only the
+    last is enqueued again, and only when the next audit finds it missing still."""
+    job = store.create_job("doc-type", docs(20), tenant="acme")  # 5 shards
+    store.recovery.enqueued(job.id)
+    lane = bulk_lane("acme", LANES)
+    enqueue_shards(celery, job, range(5), lanes=LANES)
+    lost = lost_in_transit(url, lane)  # the oldest: shard 0
+    take_and_die(url, lane)  # shard 1, unacknowledged
+    store.recovery.hold(job.id, 2, time.time() + LEASE_S)  # shard 2's message, taken...
+    assert lost_in_transit(url, lane) == (job.id, 2)  # ...and leased on receipt
+    store.finish_shard(job.id, 3, [ok(i) for i in range(12, 16)])
+    assert lost_in_transit(url, lane) == (job.id, 3)  # done, and acknowledged
+    assert queued_shards(url, lane) == [(job.id, 4)]
+    t0 = time.time()
+
+    def audit_at(t: float) -> int:
+        return audit(store, celery, every_s=EVERY_S, now=t, lanes=LANES)
+
+    assert audit_at(t0) == 0  # not due: created less than an audit ago
+    assert audit_at(t0 + EVERY_S) == 0  # found missing once: it may be in flight
+    assert audit_at(t0 + EVERY_S + 1) == 0  # not due again yet
+    assert audit_at(t0 + 2 * EVERY_S) == 1
+    assert queued_shards(url, lane) == sorted([lost, (job.id, 4)])
+    assert audit_at(t0 + 3 * EVERY_S) == 0  # its new message is there: once
+
+
+def test_a_shard_missing_at_one_audit_only_is_left_alone(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    """Missing at one audit and leased by the next (its message was on its way to a live
+    worker), or missing from a job whose shards are not enqueued yet (the sweeper's):
+    nothing is enqueued. A job found final is audited no more."""
+    job = store.create_job("doc-type", docs(8), tenant="acme")  # 2 shards
+    waiting = store.create_job("doc-type", docs(4), tenant="acme")  # never enqueued
+    store.recovery.enqueued(job.id)
+    lane = bulk_lane("acme", LANES)
+    enqueue_shards(celery, job, [0, 1], lanes=LANES)
+    assert lost_in_transit(url, lane) == (job.id, 0)
+    t0 = time.time()
+    assert audit(store, celery, every_s=EVERY_S, now=t0 + EVERY_S, lanes=LANES) == 0
+    store.recovery.hold(job.id, 0, t0 + 10 * EVERY_S)  # it reached its worker after all
+    assert audit(store, celery, every_s=EVERY_S, now=t0 + 2 * EVERY_S, lanes=LANES) == 0
+    assert queued_shards(url, lane) == [(job.id, 1)]
+    r = redis.Redis.from_url(url)
+    assert r.hlen(f"docq:job:{{{job.id}}}:missing") == 0  # forgotten, not just unconfirmed
+    for n, first in ((0, 0), (1, 4)):
+        store.finish_shard(job.id, n, [ok(i) for i in range(first, first + 4)])
+    audit(store, celery, every_s=EVERY_S, now=t0 + 3 * EVERY_S, lanes=LANES)
+    assert r.zscore("docq:active", job.id) is None
+    assert r.zscore("docq:active", waiting.id) is not None
+    assert queued_shards(url, lane) == [(job.id, 1)]
