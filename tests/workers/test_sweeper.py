@@ -285,3 +285,19 @@ def test_a_shard_missing_at_one_audit_only_is_left_alone(
     assert r.zscore("docq:active", job.id) is None
     assert r.zscore("docq:active", waiting.id) is not None
     assert queued_shards(url, lane) == [(job.id, 1)]
+
+
+def test_an_audit_reads_a_long_queue_page_by_page(
+    store: JobStore, celery: Celery, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every shard of a queue longer than a page is seen, so none is enqueued twice."""
+    from workers import audit as audit_module
+
+    monkeypatch.setattr(audit_module, "PAGE", 2)
+    job = store.create_job("doc-type", docs(28), tenant="acme")  # 7 shards
+    store.recovery.enqueued(job.id)
+    enqueue_shards(celery, job, range(7), lanes=LANES)
+    t0 = time.time()
+    for k in (1, 2):
+        assert audit(store, celery, every_s=EVERY_S, now=t0 + k * EVERY_S, lanes=LANES) == 0
+    assert len(queued_shards(url, bulk_lane("acme", LANES))) == 7
