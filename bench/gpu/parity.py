@@ -14,6 +14,10 @@ of its own (the device tool carries 64 MiB a call), and wait in `--stash` for th
     here:   .venv/bin/python -m bench.gpu.parity pack          # .parity/: pruned + configs
     there:  python3 -m bench.gpu.parity stash .parity/doc-type  # one call per model
             python3 -m bench.gpu.parity run --out $OUT [--cpu]  # after `source remote.sh`
+
+`--cpu --runtimes fused|openvino` needs that runtime's package for Python 3.12 carried
+(bench/RESULTS.md, Parity, has the calls); `pack-openvino WHEEL...` makes OpenVINO small
+enough to travel.
 """
 
 from __future__ import annotations
@@ -49,6 +53,37 @@ def pack(n: int) -> None:
             [str(checkpoint), "--corpus", name, "--n", str(n), "--seed", str(SEED),
              "--out", str(folder / "pruned.safetensors")]
         )  # fmt: skip
+
+
+# What a CPU run of OpenVINO leaves out of its wheel, to travel with the rest (59 MB -> 22):
+# the GPU and NPU plugins and the frontends of other frameworks (ONNX and IR stay).
+OPENVINO_UNUSED = (
+    "libopenvino_intel_gpu_plugin", "libopenvino_intel_npu_plugin",
+    *(f"libopenvino_{fw}_frontend" for fw in ("tensorflow", "tensorflow_lite", "paddle",
+                                              "pytorch", "jax", "gguf")),
+)  # fmt: skip
+OPENVINO_SITE = Path(".ov/openvino-site.tar.xz")
+
+
+def pack_openvino(wheels: list[Path]) -> None:
+    """`.ov/openvino-site.tar.xz`: the wheels (openvino, openvino-telemetry) unpacked as a
+    site folder, less OPENVINO_UNUSED; there, untar into a folder on PYTHONPATH."""
+    import tarfile
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for wheel in wheels:
+            with zipfile.ZipFile(wheel) as zf:
+                zf.extractall(tmp)
+        for lib in Path(tmp).rglob("libopenvino_*"):
+            if lib.name.split(".so")[0] in OPENVINO_UNUSED:
+                lib.unlink()
+        OPENVINO_SITE.parent.mkdir(exist_ok=True)
+        with tarfile.open(OPENVINO_SITE, "w:xz") as tar:
+            for path in sorted(Path(tmp).iterdir()):
+                tar.add(path, arcname=path.name)
+    print(f"{OPENVINO_SITE}: {OPENVINO_SITE.stat().st_size / 1e6:.1f} MB")
 
 
 def stash(folder: Path) -> None:
@@ -95,6 +130,7 @@ class Run(argparse.Namespace):
     n: int
     reference: str
     threads: int
+    runtimes: list[str]
 
 
 def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out: str) -> int:
@@ -135,16 +171,20 @@ def run_gpu(run: Run, work: Path) -> dict[str, int]:
     return codes
 
 
+# label: docq convert's flags, the candidate spec of what it stages
+CPU_RUNTIMES = {
+    "fused": (["--runtime", "onnx-cpu", "--fuse"], "onnx:{}/model.onnx"),
+    "openvino": (["--runtime", "openvino-cpu"], "openvino:fp32:{}/model.xml"),
+}
+
+
 def run_cpu(run: Run, work: Path) -> dict[str, int]:
     """doc-type's CPU runtimes, built here by `docq convert` from the checkpoint with the
     unused rows zeroed (its ONNX check feeds random tokens); the reference keeps NaN rows."""
     zeroed, reference = restore("doc-type", work, fill="zero"), restore("doc-type", work)
-    builds = {  # label: docq convert's flags, the candidate spec of what it stages
-        "fused": (["--runtime", "onnx-cpu", "--fuse"], "onnx:{}/model.onnx"),
-        "openvino": (["--runtime", "openvino-cpu"], "openvino:fp32:{}/model.xml"),
-    }
     candidates = []
-    for label, (flags, spec) in builds.items():
+    for label in run.runtimes:
+        flags, spec = CPU_RUNTIMES[label]
         workdir = work / f"convert-{label}"
         cmd = [
             sys.executable, "-m", "conversion.cli", "convert", str(zeroed), "--name", "doc-type",
@@ -153,8 +193,8 @@ def run_cpu(run: Run, work: Path) -> dict[str, int]:
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
         candidates.append(spec.format(workdir / "doc-type" / "version"))
-    code = validate(run, reference, candidates, "doc-type", f"doc-type-{run.n}-cpu")
-    return {"doc-type-cpu": code}
+    out = f"doc-type-{run.n}-cpu-{'-'.join(run.runtimes)}"
+    return {"doc-type-cpu": validate(run, reference, candidates, "doc-type", out)}
 
 
 def main() -> None:
@@ -162,11 +202,16 @@ def main() -> None:
     sub = ap.add_subparsers(dest="step", required=True)
     sub.add_parser("pack").add_argument("--n", type=int, default=N)
     sub.add_parser("stash").add_argument("folder", type=Path)
+    sub.add_parser("pack-openvino").add_argument("wheels", type=Path, nargs="+")
     run = sub.add_parser("run")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--n", type=int, default=N)
     run.add_argument("--gpu", action=argparse.BooleanOptionalAction, default=True)
     run.add_argument("--cpu", action="store_true", help="doc-type's CPU runtimes too")
+    run.add_argument(
+        "--runtimes", type=lambda v: v.split(","), default=list(CPU_RUNTIMES),
+        help=f"with --cpu, which of {','.join(CPU_RUNTIMES)} (comma-separated)",
+    )  # fmt: skip
     run.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     run.add_argument("--reference", default="torch:fp32:cuda", help="torch:fp32 rehearses on CPU")
     args = ap.parse_args(namespace=Run())
@@ -174,6 +219,8 @@ def main() -> None:
         return pack(args.n)
     if args.step == "stash":
         return stash(args.folder)
+    if args.step == "pack-openvino":
+        return pack_openvino(args.wheels)
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path("/tmp/docq-parity-work")
     shutil.rmtree(work, ignore_errors=True)

@@ -11,7 +11,9 @@
 DEVPACK_DIR="${DEVPACK_DIR:-$PWD/.devpack}"
 DEVPACK_ROOT="${DEVPACK_ROOT:-/tmp/devpack}"
 mkdir -p "$DEVPACK_ROOT/site" || return 1
-tar -xJf "$DEVPACK_DIR/tritonserver.tar.xz" -C "$DEVPACK_ROOT" || return 1
+if [ -f "$DEVPACK_DIR/tritonserver.tar.xz" ]; then  # not carried for CPU-only runs
+    tar -xJf "$DEVPACK_DIR/tritonserver.tar.xz" -C "$DEVPACK_ROOT" || return 1
+fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$DEVPACK_ROOT/site" "$DEVPACK_DIR"/wheels/*.whl || return 1
 
