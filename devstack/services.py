@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -94,7 +96,12 @@ def triton_server(
         *(extra or []),
     )
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        # A process group of its own (the launcher execs tritonserver, so its pid is the
+        # group's): the Python-backend stubs it starts are in it, and are ended with it
+        # even when a test SIGKILLed the server and left them behind, orphaned.
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+        )
     url = f"127.0.0.1:{grpc}"
     try:
         client = grpcclient.InferenceServerClient(url)
@@ -103,6 +110,13 @@ def triton_server(
         yield url
     finally:
         stop(proc, 30)
+        end_group(proc.pid)
+
+
+def end_group(pgid: int) -> None:
+    """SIGKILL what is left of a process group (nothing, if it ended whole)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 @contextmanager

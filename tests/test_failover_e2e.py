@@ -81,6 +81,18 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.mark.timeout(1800)  # three tritonserver starts and 700 documents on a busy box
+def stubs_of(server: int) -> list[psutil.Process]:
+    """Python-backend stubs started by the tritonserver of pid `server` (their arguments
+    name it), alive or orphaned."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        args = p.info["cmdline"] or []
+        stub = bool(args) and args[0].endswith("triton_python_backend_stub")
+        if stub and str(server) in args and p.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(p)
+    return found
+
+
 def test_a_killed_triton_loses_no_document_and_is_taken_back_after_its_restart(
     redis_url: str, tmp_path: Path
 ) -> None:
@@ -112,7 +124,9 @@ def test_a_killed_triton_loses_no_document_and_is_taken_back_after_its_restart(
 
             wait(lambda: progress(api, job_id) >= N // 3, "a third of the job")
             before_kill_a = served(url_a)
-            os.kill(server_pid(a_ports[1]), signal.SIGKILL)
+            killed = server_pid(a_ports[1])
+            assert stubs_of(killed), "the check below would prove nothing"
+            os.kill(killed, signal.SIGKILL)
             wait(
                 lambda: worker_metric(metrics_port, "docq_triton_endpoint_up", endpoint=url_a) == 0,
                 "a left",
@@ -138,6 +152,8 @@ def test_a_killed_triton_loses_no_document_and_is_taken_back_after_its_restart(
                 metrics_port, "docq_triton_request_errors_total", endpoint=url_a, model=MODEL
             )
         final_b = served(url_b)
+    # the killed server's Python-backend stubs, orphaned by the SIGKILL, went with its group
+    wait(lambda: not stubs_of(killed), "the killed server's stubs to end", timeout=20)
 
     assert N // 3 <= done_at_restart < N, "the restart came before the job's end"
     assert job["status"] == "succeeded", job
