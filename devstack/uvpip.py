@@ -14,7 +14,6 @@ it). A local path that does not exist is left out, as pip itself ignores it.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -74,7 +73,7 @@ def main(argv: list[str]) -> int:
     uv = Path(sys.executable).with_name("uv")
     command = [str(uv), "pip", "install", "--python", sys.executable]
     command += ["--index-strategy", "unsafe-best-match", *uv_flags(pip_config())]
-    return subprocess.run([*command, *argv], env=os.environ).returncode
+    return subprocess.run([*command, *argv]).returncode
 
 
 if __name__ == "__main__":
