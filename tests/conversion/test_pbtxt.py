@@ -44,6 +44,7 @@ def test_written_config_parses_back(tmp_path: Path) -> None:
         "tokenizer": "tokenizer",
         "runtime": "onnx-cpu",
         "intra_op_threads": "2",
+        "graph": "fused",
     }
     assert "EXECUTION_ENV_PATH" not in config.parameters
 
