@@ -120,6 +120,33 @@ def test_efficiency_is_docq_over_the_ceiling_with_the_work_each_computed() -> No
     assert pipeline.efficiency(docq, ceiling) == {"pipeline_efficiency": 0.8, "work_ratio": 1.01}
 
 
+def test_cpu_use_compares_documents_per_cpu_second() -> None:
+    baseline = {"cpu_s": {"gunicorn": 50.0}, "elapsed_s": 25.0}  # 2 cores busy
+    docq = {"cpu_s": {"triton": 40.0, "api": 10.0}, "elapsed_s": 50.0}  # 1 core busy
+    use = pipeline.cpu_use(100, baseline, docq)
+    assert use == {
+        "baseline_cores_busy": 2.0,
+        "docq_cores_busy": 1.0,
+        "baseline_docs_per_cpu_s": 2.0,
+        "docq_docs_per_cpu_s": 2.0,
+        "cpu_ratio": 1.0,
+    }
+    # docq at half the wall rate on half the CPU: the wall ratio is the machine's, not docq's
+    assert not pipeline.comparable(use)
+    assert pipeline.comparable(use | {"baseline_cores_busy": 1.1})
+    assert pipeline.cpu_use(100, {}, docq) == {}
+
+
+def test_a_saved_run_prints_its_table_with_cpu_figures(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The run in bench/RESULTS.md whose baseline had half the machine: its 1.63 is flagged."""
+    pipeline.main(["--table", str(REPO / "bench" / "pipeline-cpu-fused-2026-12-01.json")])
+    out = capsys.readouterr().out
+    assert "cpu_ratio" in out and "0.86" in out
+    assert "unfair" in out
+
+
 def test_listener_finds_the_process_on_a_port() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
