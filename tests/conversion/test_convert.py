@@ -13,7 +13,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from typer.testing import CliRunner
 
 from client.cli import app
-from conversion import convert, parity, pbtxt
+from conversion import convert, export, parity, pbtxt
 from conversion.checkpoint import load_checkpoint
 from corpus.doc_type import LABELS
 from docq.text.tokens import TOKENIZER_FILES
@@ -254,6 +254,19 @@ def test_fused_build_holds_onnx_runtimes_fused_transformer_ops(
         "model.py",
     ]
     assert built.gate_candidate() == f"onnx:{built.folder / 'model.onnx'}"
+
+
+def test_a_graph_the_optimizer_cannot_fuse_is_refused(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    """SDPA's export is not recognised by the optimizer: publishing it as fused would serve
+    the plain graph under the fused graph's name."""
+    model, _ = load_checkpoint(tiny_checkpoint)
+    model.set_attn_implementation("sdpa")
+    export.export(model, tmp_path / "sdpa.onnx")
+    with pytest.raises(RuntimeError, match="fused 0 of 2 attention blocks"):
+        convert.fuse_transformer(model, tmp_path / "sdpa.onnx", tmp_path / "fused.onnx")
+    assert not (tmp_path / "fused.onnx").exists()
 
 
 def test_openvino_build_ships_fp32_ir_and_its_runtime(
