@@ -213,14 +213,12 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     if runtime in ("onnx-cpu", "onnxruntime", "tensorrt", "openvino-cpu"):
         onnx_path = workdir / "model.onnx"
         if target.fuse:
-            # The optimizer recognises attention in eager attention's graph, not in SDPA's.
-            model.set_attn_implementation("eager")
-        export.export(model, onnx_path)  # onnx.checker's full check runs inside
-        batches = sample_batches(model.config.vocab_size, target.max_seq_len)
-        if target.fuse:
-            fused = fuse_transformer(model, onnx_path, workdir / "fused.onnx")
+            fused = export_fused(model, onnx_path, workdir / "fused.onnx")
             notes.append(f"ONNX Runtime's transformer optimizer fused {fused}")
             onnx_path = workdir / "fused.onnx"
+        else:
+            export.export(model, onnx_path)  # onnx.checker's full check runs inside
+        batches = sample_batches(model.config.vocab_size, target.max_seq_len)
         session = export.session(onnx_path, target.threads)
         diff = export.max_abs_diff(model, session, batches)
         notes.append(f"ONNX (opset {export.OPSET}) vs PyTorch: max |logit diff| {diff:.2e}")
@@ -243,6 +241,17 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     config = pbtxt.build(target.classifier_config(len(labels)))
     pbtxt.write(config, workdir / "config.pbtxt")
     return Staged(target, folder, config, labels, checkpoint, diff, notes)
+
+
+def export_fused(model: PreTrainedModel, plain: Path, fused: Path) -> dict[str, int]:
+    """Export `model` to `plain` and its fused graph to `fused`; return the fused operators.
+
+    The optimizer recognises attention in eager attention's graph, not in SDPA's, so the
+    model is left on eager attention (callers that run it in PyTorch may switch back).
+    """
+    model.set_attn_implementation("eager")
+    export.export(model, plain)  # onnx.checker's full check runs inside
+    return fuse_transformer(model, plain, fused)
 
 
 def fuse_transformer(model: PreTrainedModel, source: Path, dest: Path) -> dict[str, int]:

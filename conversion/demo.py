@@ -187,13 +187,9 @@ def build(repository: Path = REPOSITORY, build_dir: Path = BUILD_DIR) -> dict[st
     model.save_pretrained(checkpoint)
     for name in TOKENIZER_FILES:
         shutil.copyfile(source / name, checkpoint / name)
-    plain_path, onnx_path = build_dir / "model.onnx", build_dir / "fused.onnx"
-    # ONNX Runtime's optimizer recognises attention in eager attention's graph, not SDPA's;
-    # the PyTorch passes below go back to SDPA (the same maths, faster).
-    model.set_attn_implementation("eager")
-    export.export(model, plain_path)
-    fused = convert.fuse_transformer(model, plain_path, onnx_path)
-    model.set_attn_implementation("sdpa")
+    onnx_path = build_dir / "fused.onnx"
+    fused = convert.export_fused(model, build_dir / "model.onnx", onnx_path)
+    model.set_attn_implementation("sdpa")  # the PyTorch passes below: the same maths, faster
     session = export.session(onnx_path, THREADS)
     phase("export_onnx")
     log(f"exported ONNX (opset {export.OPSET}), fused {fused}; classifying held-out set", start)
