@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from transformers import BertForSequenceClassification
 
+from conversion import attestation
 from docq.text.packing import IdsAndMask, pack
 from docq.text.windowing import Window
 
@@ -139,5 +140,17 @@ def build_arguments(
     )
     parser.add_argument(
         "--build-dir", type=Path, default=build_dir, help="Checkpoint, ONNX and report."
+    )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="Train the head anew and run every gate; a passing run writes the head and "
+        "its record to --heads (commit them). Without it the committed head is used.",
+    )
+    parser.add_argument(
+        "--heads",
+        type=Path,
+        default=attestation.HEADS,
+        help="Where trained heads and their records are kept (default: conversion/heads/).",
     )
     return parser.parse_args(argv)

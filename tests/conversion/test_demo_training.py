@@ -1,0 +1,49 @@
+"""The committed heads are what training gives: both demo heads retrained from scratch.
+
+`make up` builds the served models from conversion/heads/ (conversion/attestation.py), so
+this is where training itself runs in CI: a change to a corpus, a seed, the windowing or
+the training code that is not followed by `python -m conversion.demo --train` (and
+`conversion.demo_lang --train`) and a commit of conversion/heads/ fails here. Minutes of
+encoder passes on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from conversion import attestation, demo, demo_lang
+
+RETRAIN = "rerun `python -m conversion.{module} --train` and commit conversion/heads/"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("module", [demo, demo_lang], ids=["doc-type", "doc-lang"])
+def test_training_gives_the_committed_head(module: ModuleType, tmp_path: Path) -> None:
+    heads = tmp_path / "heads"
+    report = module.build(tmp_path / "repo", tmp_path / "build", heads, retrain=True)
+    assert report["published"], report
+    assert report["head"] == "trained"
+    hint = RETRAIN.format(module=module.__name__.rsplit(".", 1)[1])
+
+    committed = load_file(str(attestation.HEADS / f"{module.NAME}.safetensors"))
+    retrained = load_file(str(heads / f"{module.NAME}.safetensors"))
+    for name in attestation.HEAD_PARAMETERS:
+        # Bit for bit on one kind of CPU; a few ulps apart where another splits its sums.
+        torch.testing.assert_close(retrained[name], committed[name], atol=1e-4, rtol=1e-3,
+                                   msg=lambda m, n=name: f"{n}: {m}; {hint}")  # fmt: skip
+
+    record = json.loads((attestation.HEADS / f"{module.NAME}.json").read_text(encoding="utf-8"))
+    fresh = json.loads((heads / f"{module.NAME}.json").read_text(encoding="utf-8"))
+    assert fresh["encoder_sha256"] == record["encoder_sha256"], hint
+    assert fresh["training"]["windows"] == record["training"]["windows"], hint
+    assert fresh["heldout"]["n"] == record["heldout"]["n"], hint
+    assert fresh["heldout"]["accuracy"] == pytest.approx(
+        record["heldout"]["accuracy"], abs=2 / record["heldout"]["n"]
+    ), hint
