@@ -69,14 +69,11 @@ model: $(MODEL) $(LANG_MODEL)
 # corpus, a seed or the training code. Commit conversion/heads/ afterwards;
 # tests/conversion/test_demo_training.py fails until then.
 train: install
-	$(BIN)/python -m conversion.demo --train
-	$(BIN)/python -m conversion.demo_lang --train
+	$(BIN)/python -m conversion.demos --train
 
-$(MODEL): | $(STAMP)
-	$(BIN)/python -m conversion.demo
-
-$(LANG_MODEL): | $(STAMP)
-	$(BIN)/python -m conversion.demo_lang
+# Both in one process (conversion/demos.py says why); either missing rebuilds both.
+$(MODEL) $(LANG_MODEL) &: | $(STAMP)
+	$(BIN)/python -m conversion.demos
 
 # make bench BENCH_ARGS="--cores 16 --baseline-workers 2,4,8,16 --out bench/pipeline-16c.json"
 # (python -m bench.pipeline --help lists the options; --documents 40 rehearses in minutes)
