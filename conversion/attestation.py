@@ -108,6 +108,40 @@ def differs(name: str, record: dict[str, Any]) -> str:
     )
 
 
+def record(
+    name: str,
+    trained_by: str,
+    source: Path,
+    heldout: dict[str, Any],
+    training: object,
+    parity: float,
+    onnx: Path,
+    **more: object,
+) -> dict[str, Any]:
+    """What a build measured, in the record's form: the held-out gate, the training run,
+    the ONNX-vs-PyTorch parity, and the identities of the encoder and the served file."""
+    return {
+        "model": name,
+        "trained_by": trained_by,
+        "encoder_sha256": encoder_sha256(source),
+        "heldout": heldout,
+        "training": training,
+        "onnx_vs_torch_max_abs_logit_diff": parity,
+        **more,
+        "onnx_sha256": sha256(onnx),
+    }
+
+
+def commit(
+    name: str, model: BertForSequenceClassification, record: dict[str, Any], heads: Path = HEADS
+) -> dict[str, Any]:
+    """Write a trained head and its record (with the head's sha256) to `heads`."""
+    save_head(model, heads / f"{name}.safetensors")
+    full = {**record, "head_sha256": sha256(heads / f"{name}.safetensors")}
+    write(name, full, heads)
+    return full
+
+
 def write(name: str, record: dict[str, Any], heads: Path = HEADS) -> None:
     """Commit-ready record of a training run whose gates passed, with the exporters'
     versions (no timings: the same training writes the same file)."""

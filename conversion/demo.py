@@ -303,21 +303,13 @@ def build(
         model_dir = repository / NAME
         package.write_metadata(model_dir, pbtxt.build(CONFIG), LABELS, source)
         package.publish_version(model_dir, 1, fill_version(onnx_path))
-    record_now: dict[str, object] = {
-        "model": NAME,
-        "trained_by": "python -m conversion.demo --train",
-        "encoder_sha256": attestation.encoder_sha256(source),
-        "heldout": heldout_report,
-        "training": training,
-        "onnx_vs_torch_max_abs_logit_diff": diff,
-        "parity_windows": min(PARITY_WINDOWS, len(flat)),
-        "fused_operators": fused,
-        "onnx_sha256": onnx_sha,
-    }
+    record_now = attestation.record(
+        NAME, "python -m conversion.demo --train", source, heldout_report, training, diff,
+        onnx_path,
+        parity_windows=min(PARITY_WINDOWS, len(flat)), fused_operators=fused,
+    )  # fmt: skip
     if passed and record is None:
-        attestation.save_head(model, heads / f"{NAME}.safetensors")
-        record_now["head_sha256"] = attestation.sha256(heads / f"{NAME}.safetensors")
-        attestation.write(NAME, record_now, heads)
+        record_now = attestation.commit(NAME, model, record_now, heads)
         log(f"head and record written to {heads}: commit them", start)
     phase("publish")
     report: dict[str, object] = {

@@ -160,19 +160,12 @@ def build(
     passed = heldout_report["accuracy"] >= MIN_ACCURACY and diff <= MAX_LOGIT_DIFF
     if passed:
         convert.publish(staged, repository, version=1)
-    record_now: dict[str, object] = {
-        "model": NAME,
-        "trained_by": "python -m conversion.demo_lang --train",
-        "encoder_sha256": attestation.encoder_sha256(source),
-        "heldout": heldout_report,
-        "training": training,
-        "onnx_vs_torch_max_abs_logit_diff": diff,
-        "onnx_sha256": onnx_sha,
-    }
+    record_now = attestation.record(
+        NAME, "python -m conversion.demo_lang --train", source, heldout_report, training, diff,
+        staged.folder / "model.onnx",
+    )  # fmt: skip
     if passed and record is None:
-        attestation.save_head(model, heads / f"{NAME}.safetensors")
-        record_now["head_sha256"] = attestation.sha256(heads / f"{NAME}.safetensors")
-        attestation.write(NAME, record_now, heads)
+        record_now = attestation.commit(NAME, model, record_now, heads)
         log(f"head and record written to {heads}: commit them", start)
     report: dict[str, object] = {
         **record_now,
