@@ -305,7 +305,7 @@ def build(
         package.publish_version(model_dir, 1, fill_version(onnx_path))
     record_now = attestation.record(
         NAME, "python -m conversion.demo --train", source, heldout_report, training, diff,
-        onnx_path,
+        onnx_sha,
         parity_windows=min(PARITY_WINDOWS, len(flat)), fused_operators=fused,
     )  # fmt: skip
     if passed and record is None:

@@ -162,7 +162,7 @@ def build(
         convert.publish(staged, repository, version=1)
     record_now = attestation.record(
         NAME, "python -m conversion.demo_lang --train", source, heldout_report, training, diff,
-        staged.folder / "model.onnx",
+        onnx_sha,
     )  # fmt: skip
     if passed and record is None:
         record_now = attestation.commit(NAME, model, record_now, heads)
