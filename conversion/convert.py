@@ -38,10 +38,13 @@ PRECISIONS: dict[str, tuple[str, ...]] = {
     # OpenVINO's inference precision (the IR holds FP32 weights either way).
     "openvino-cpu": ("fp32", "bf16"),
     "onnxruntime": ("fp32", "int8"),
-    "torch-gpu": ("fp16", "bf16", "fp32"),
+    # fp8: the flat engine's FP8 e4m3 products (serving/runtimes/flat.py), behind the gate
+    "torch-gpu": ("fp16", "bf16", "fp32", "fp8"),
     "tensorrt": ("fp16", "fp32"),
 }
-_TORCH_DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+_TORCH_DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp8": "fp8"}
+ENGINES = ("flat", "hf")  # torch-gpu: unpadded BERT-family encoder, or transformers padded
+GELUS = ("erf", "tanh")
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,14 @@ class Target:
     # 15.4 ms replayed in a 16-row graph, on an H200).
     graph_batch_step: int = 8
     graph_max_batch: int = 8
+    # torch-gpu: `flat` runs each batch's real tokens only (ragged batches, varlen flash
+    # attention, fused norms; BERT, RoBERTa, XLM-R checkpoints; others fall back to `hf`,
+    # transformers on padded batches). With flat, the graphs are per token count: multiples
+    # of graph_seq_step up to graph_max_batch x max_seq_len tokens.
+    engine: str = "flat"
+    # torch-gpu flat: the FFN's GELU, exact (erf) or the tanh form fused into the GEMM's
+    # epilogue (one pass fewer); the parity gate decides whether tanh may serve.
+    gelu: str = "erf"
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
@@ -101,6 +112,10 @@ class Target:
                 f"not {self.precision}"
             )
         Aggregation(self.aggregation)  # ValueError for an unknown one
+        if self.engine not in ENGINES or self.gelu not in GELUS:
+            raise ValueError(f"engine must be one of {ENGINES} and gelu one of {GELUS}")
+        if self.dtype == "fp8" and self.engine != "flat":
+            raise ValueError("fp8 needs the flat engine")
         if self.fuse and self.runtime not in ("onnx-cpu", "onnxruntime"):
             raise ValueError(f"fuse rewrites ONNX graphs: runtime {self.runtime} has none")
 
@@ -135,6 +150,8 @@ class Target:
             extra["graph_seq_step"] = str(self.graph_seq_step or self.max_seq_len)
             extra["graph_batch_step"] = str(self.graph_batch_step)
             extra["graph_max_batch"] = str(self.graph_max_batch)
+            extra["engine"] = self.engine
+            extra["gelu"] = self.gelu
         if self.runtime == "tensorrt":
             extra["profile"] = str(self.profile())
         return pbtxt.ClassifierConfig(
@@ -150,6 +167,8 @@ class Target:
             aggregation=self.aggregation,
             max_queue_delay_us=self.serving.max_queue_delay_us,
             instance_count=self.serving.instance_count,
+            # torch-gpu reads each request's own tensors (either engine joins them itself)
+            ragged=False,  # with warm-up samples, tritonserver 2.51 crashed (SIGSEGV) at load
             extra_parameters=extra,
         )
 

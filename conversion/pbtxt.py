@@ -57,6 +57,11 @@ class ClassifierConfig:
     # model is READY: the first real request does not pay for lazy initialisation, and
     # Triton's statistics count the model as used at load time (the LRU reads them). 0: off.
     warmup_seq_len: int = 16
+    # Let the dynamic batcher put requests of different lengths into one execution without
+    # padding them to one shape (a runtime that reads each request's own tensors and runs
+    # their real tokens flat: torch-gpu's flat engine). Triton's auto-complete rejects the
+    # flag, so it is written here.
+    ragged: bool = False
     extra_parameters: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -82,7 +87,9 @@ def build(cfg: ClassifierConfig) -> mc.ModelConfig:
         config.platform = platform
     for name in ("input_ids", "attention_mask"):
         # dims exclude the batch axis (max_batch_size > 0); -1 = any sequence length.
-        config.input.add(name=name, data_type=mc.TYPE_INT64, dims=[-1])
+        config.input.add(
+            name=name, data_type=mc.TYPE_INT64, dims=[-1], allow_ragged_batch=cfg.ragged
+        )
     config.output.add(
         name="logits",
         data_type=mc.TYPE_FP32,

@@ -45,19 +45,26 @@ def get_input_tensor_by_name(request: dict[str, np.ndarray], name: str) -> np.nd
 
 def load_runtime(path: Path) -> types.ModuleType:
     """Import a model.py with this module standing in for the stub's utilities, and the
-    shared request loop (docq_execute.py beside it, else serving/runtimes/execute.py) as
-    the stub would find it, only for that import: the model keeps what it bound, and other
-    importers keep theirs."""
-    from serving.runtimes import HELPER, SOURCES
+    modules it imports from its version folder (docq_execute.py and the runtime's own
+    helpers beside it, else their sources in serving/runtimes/) as the stub would find
+    them, only for that import: the model keeps what it bound, and other importers keep
+    theirs."""
+    from serving.runtimes import SOURCES, helpers
 
-    helper = path.parent / HELPER
-    if not helper.exists():
-        helper = SOURCES / "execute.py"
-    names = ("triton_python_backend_utils", HELPER.removesuffix(".py"))
+    runtime = path.stem if path.stem != "model" else _runtime_of(path)
+    files = {}
+    for name, source in helpers(runtime).items():
+        beside = path.parent / name
+        files[name.removesuffix(".py")] = beside if beside.exists() else SOURCES / source
+    names = ("triton_python_backend_utils", *files)
     before = {name: sys.modules.get(name) for name in names}
     sys.modules[names[0]] = sys.modules[__name__]
     try:
-        sys.modules[names[1]] = _exec(names[1], helper)
+        for name, file in files.items():
+            try:
+                sys.modules[name] = _exec(name, file)
+            except ImportError:  # docq_kernels without OpenAI Triton: the runtime falls back
+                sys.modules.pop(name, None)
         return _exec(f"runtime_{path.stem}", path)
     finally:
         for name, module in before.items():
@@ -67,11 +74,26 @@ def load_runtime(path: Path) -> types.ModuleType:
                 sys.modules[name] = module
 
 
+def _runtime_of(model: Path) -> str:
+    """Which runtime an installed model.py is (the helpers beside it say)."""
+    from serving.runtimes import HELPERS
+
+    for runtime, files in HELPERS.items():
+        if all((model.parent / name).exists() for name in files):
+            return runtime
+    return ""
+
+
 def _exec(name: str, path: Path) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[name] = module  # dataclasses look their module up while it executes
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     return module
 
 

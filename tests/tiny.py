@@ -29,3 +29,25 @@ def tiny_bert(path: Path, labels: Sequence[str], *, hidden: int = 32, layers: in
     )
     BertForSequenceClassification(config).eval().save_pretrained(path)
     return path
+
+
+def tiny_roberta(path: Path, labels: Sequence[str], *, hidden: int = 64, layers: int = 2) -> Path:
+    """Save a small random RoBERTa sequence classifier (positions counted from pad + 1)."""
+    import torch
+    from transformers import RobertaConfig, RobertaForSequenceClassification
+
+    torch.manual_seed(0)
+    config = RobertaConfig(
+        vocab_size=1000,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=130,
+        type_vocab_size=1,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
+    RobertaForSequenceClassification(config).eval().save_pretrained(path)
+    return path

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 MODELS = ("doc-type", "doc-lang")
 PARITY = Path(".parity")
@@ -102,16 +103,21 @@ def restore(name: str, work: Path, fill: str = "nan") -> Path:
     return out
 
 
-def publish(repo: Path, name: str, checkpoint: Path, on_gpu: bool) -> None:
+def publish(
+    repo: Path, name: str, checkpoint: Path, on_gpu: bool, overrides: dict[str, Any] | None = None
+) -> None:
     """`repo/NAME/1/` as `docq convert --runtime torch-gpu` lays it out (without its ONNX
-    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt."""
+    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt;
+    `overrides` are Target fields (a variant: precision=fp8, gelu=tanh, engine=hf)."""
     from tritonclient.grpc import model_config_pb2 as mc
 
     from conversion import convert, pbtxt
     from serving import runtimes
 
     labels = json.loads((checkpoint / "config.json").read_text())["id2label"]
-    target = convert.Target(name, "torch-gpu", max_batch_size=MAX_BATCH, max_seq_len=512)
+    target = convert.Target(
+        name, "torch-gpu", max_batch_size=MAX_BATCH, max_seq_len=512, **(overrides or {})
+    )
     version = repo / name / "1"
     version.mkdir(parents=True)
     for path in checkpoint.iterdir():
@@ -131,6 +137,7 @@ class Run(argparse.Namespace):
     reference: str
     threads: int
     runtimes: list[str]
+    variant: list[str]
 
 
 def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out: str) -> int:
@@ -151,19 +158,24 @@ def run_gpu(run: Run, work: Path) -> dict[str, int]:
 
     from bench.gpu.serve import start_server, wait_ready
 
+    from bench.gpu.serve import Variant
+
     repo = work / "repo"
     checkpoints = {name: restore(name, work) for name in MODELS}
+    variants = [Variant.parse(v) for v in run.variant] or [Variant("fp16")]
+    served = []
     for name, checkpoint in checkpoints.items():
-        publish(repo, name, checkpoint, on_gpu=torch.cuda.is_available())
-    proc, url = start_server(repo, list(MODELS), run.out / "triton.log")
+        for v in variants:
+            publish(repo, f"{name}-{v.name}", checkpoint, torch.cuda.is_available(), v.overrides)
+            served.append(f"{name}-{v.name}")
+    proc, url = start_server(repo, served, run.out / "triton.log")
     codes = {}
     try:
-        wait_ready(proc, url, list(MODELS), 180)
+        wait_ready(proc, url, served, 300)
         for name, checkpoint in checkpoints.items():
             t = time.perf_counter()
-            codes[name] = validate(
-                run, checkpoint, [f"triton:{url}/{name}"], name, f"{name}-{run.n}-triton"
-            )
+            candidates = [f"triton:{url}/{name}-{v.name}" for v in variants]
+            codes[name] = validate(run, checkpoint, candidates, name, f"{name}-{run.n}-triton")
             print(f"{name}: exit {codes[name]} in {time.perf_counter() - t:.0f} s", flush=True)
     finally:
         proc.terminate()
@@ -214,6 +226,10 @@ def main() -> None:
     )  # fmt: skip
     run.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     run.add_argument("--reference", default="torch:fp32:cuda", help="torch:fp32 rehearses on CPU")
+    run.add_argument(
+        "--variant", action="append", default=[],
+        help="NAME[:field=value,...]: a served torch-gpu variant (default: fp16, the Target's)",
+    )  # fmt: skip
     args = ap.parse_args(namespace=Run())
     if args.step == "pack":
         return pack(args.n)

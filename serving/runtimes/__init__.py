@@ -8,10 +8,22 @@ from pathlib import Path
 
 SOURCES = Path(__file__).resolve().parent
 HELPER = "docq_execute.py"  # the name model.py imports the shared loop by
+# The modules a runtime's model.py imports besides the shared loop, in import order:
+# {name beside model.py: source module of this package}.
+HELPERS: dict[str, dict[str, str]] = {
+    "torch_gpu": {"docq_kernels.py": "kernels.py", "docq_flat.py": "flat.py"},
+}
+
+
+def helpers(runtime: str) -> dict[str, str]:
+    """Every file copied beside `runtime`'s model.py: {name there: source here}."""
+    return {HELPER: "execute.py", **HELPERS.get(runtime, {})}
 
 
 def install(runtime: str, folder: Path) -> None:
     """Put runtime `runtime` (a module of this package: onnx_cpu, torch_gpu) into a model
-    version folder: its model.py and the shared request loop beside it."""
+    version folder: its model.py and, beside it, the shared request loop and the modules
+    it imports."""
     shutil.copyfile(SOURCES / f"{runtime}.py", folder / "model.py")
-    shutil.copyfile(SOURCES / "execute.py", folder / HELPER)
+    for name, source in helpers(runtime).items():
+        shutil.copyfile(SOURCES / source, folder / name)

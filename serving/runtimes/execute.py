@@ -2,9 +2,13 @@
 `docq_execute.py` (a model runs alone inside Triton's Python-backend stub, which puts its
 version folder on `sys.path`; it cannot import docq).
 
-A runtime supplies one function, `run(input_ids, attention_mask) -> logits`, over a batch
-already padded into one array pair; this module reads the requests, pads them together,
-calls it once and splits the logits back, so a fix to the loop reaches every runtime.
+A runtime supplies one function over the whole batch of an execute(): either
+`run(input_ids, attention_mask) -> logits` over the requests padded into one array pair,
+or, with `ragged=True`, `run(Ragged) -> logits` over their real tokens only, flattened
+into one `[tokens]` array with sequence offsets (Triton's dynamic batcher puts requests of
+different lengths into one execute() when the inputs allow ragged batches). This module
+reads the requests, joins them, calls `run` once and splits the logits back, so a fix to
+the loop reaches every runtime.
 
 Errors carry the code the client acts on. A request that is wrong (a missing or misshapen
 input, a token id outside the model's vocabulary, as a tokenizer that does not match the
@@ -25,6 +29,7 @@ either numpy.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,7 +38,23 @@ import triton_python_backend_utils as pb_utils  # provided by the stub at run ti
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "logits"
 
-Run = Callable[[np.ndarray, np.ndarray], Any]  # logits: a numpy array or a torch tensor
+Run = Callable[..., Any]  # logits: a numpy array or a torch tensor
+
+
+@dataclass(frozen=True)
+class Ragged:
+    """The real tokens of a batch of windows, without padding."""
+
+    ids: np.ndarray  # [tokens] int64: every window's tokens, one window after another
+    cu: np.ndarray  # [windows + 1] int32: window i is ids[cu[i]:cu[i + 1]]
+
+    @property
+    def windows(self) -> int:
+        return self.cu.size - 1
+
+    @property
+    def longest(self) -> int:
+        return int(np.diff(self.cu).max())
 
 
 def output(logits: Any) -> Any:
@@ -74,6 +95,34 @@ def read(request: Any, name: str) -> np.ndarray:
     return array
 
 
+def lengths(mask: np.ndarray) -> np.ndarray:
+    """Each row's real length; ValueError unless every row is ones then zeros.
+
+    Ragged runtimes keep only the real tokens, so a mask with holes or left padding, which
+    a padded runtime would honour, is refused rather than silently misread. A row of no
+    tokens at all (Triton's zero-filled warm-up sample) runs its first token alone."""
+    n = mask.sum(axis=1)
+    if not np.array_equal(mask != 0, np.arange(mask.shape[1]) < n[:, None]):
+        raise ValueError("attention_mask rows must be ones followed by zeros (right padding)")
+    return np.maximum(n, 1)
+
+
+def flatten(batch: list[tuple[np.ndarray, np.ndarray]]) -> tuple[Ragged, list[tuple[int, int]]]:
+    """Every request's real tokens in one flat array with window offsets, and each request's
+    window range (its rows); masks are right-padded (`lengths` checked them)."""
+    parts, sizes, bounds, row = [], [], [], 0
+    for ids, mask in batch:
+        n = lengths(mask)
+        keep = np.arange(ids.shape[1]) < n[:, None]
+        parts.append(ids[keep])  # row-major: each row's tokens stay together, in order
+        sizes.append(n)
+        bounds.append((row, row + ids.shape[0]))
+        row += ids.shape[0]
+    cu = np.zeros(row + 1, dtype=np.int32)
+    np.cumsum(np.concatenate(sizes), out=cu[1:])
+    return Ragged(np.concatenate(parts).astype(np.int64, copy=False), cu), bounds
+
+
 def pad(
     batch: list[tuple[np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
@@ -100,10 +149,13 @@ def execute(
     *,
     vocab_size: int | None = None,
     invalid: tuple[type[BaseException], ...] = (),
+    ragged: bool = False,
 ) -> list[Any]:
     """One response per request, in order: a bad request fails alone (INVALID_ARG), a
     failed run fails the requests of that run (`runtime` names it in the error): with
-    INVALID_ARG when `run` raised one of `invalid`, else INTERNAL."""
+    INVALID_ARG when `run` raised one of `invalid`, else INTERNAL. With `ragged`, `run`
+    takes the batch flattened (`Ragged`), and a request whose mask is not right-padded is
+    refused on its own."""
     responses: list[Any] = [None] * len(requests)
     valid: list[tuple[int, np.ndarray, np.ndarray]] = []
     for i, request in enumerate(requests):
@@ -115,14 +167,21 @@ def execute(
                     f"{list(mask.shape)} differ in shape"
                 )
             check_ids(ids, vocab_size)
+            if ragged:
+                lengths(mask)
             valid.append((i, ids, mask))
         except Exception as exc:  # the client's fault: report it on its own response
             responses[i] = pb_utils.InferenceResponse(error=invalid_arg(str(exc)))
     if not valid:
         return responses
     try:
-        input_ids, attention_mask, bounds = pad([(ids, mask) for _, ids, mask in valid])
-        logits = run(input_ids, attention_mask)
+        batch = [(ids, mask) for _, ids, mask in valid]
+        if ragged:
+            flat, bounds = flatten(batch)
+            logits = run(flat)
+        else:
+            input_ids, attention_mask, bounds = pad(batch)
+            logits = run(input_ids, attention_mask)
         for (i, _, _), (a, b) in zip(valid, bounds, strict=True):
             responses[i] = pb_utils.InferenceResponse(output_tensors=[output(logits[a:b])])
     except Exception as exc:  # the runtime failed: every request of this run fails

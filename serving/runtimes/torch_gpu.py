@@ -35,23 +35,31 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
+import docq_flat as flat  # copied beside this file
 from docq_execute import execute, parameter  # copied beside this file
 from transformers import AutoModelForSequenceClassification
 
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+DTYPES: dict[str, torch.dtype | str] = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "fp8": "fp8",  # the flat engine's FP8 products (docq_flat.py)
+}
+ENGINES = ("flat", "hf")
 
 
-def device_and_dtype(args: dict[str, str], config: dict[str, Any]) -> tuple[str, torch.dtype]:
-    """Where and in what precision this instance runs (GPU: `dtype`; CPU: float32)."""
+def device_and_dtype(args: dict[str, str], config: dict[str, Any]) -> tuple[str, Any]:
+    """Where and in what precision this instance runs (GPU: `dtype`; CPU: float32, or FP8
+    emulated in float32 where `dtype` is fp8, so that a CPU server serves the same maths)."""
+    dtype = DTYPES[parameter(config, "dtype", "float16")]
     if args.get("model_instance_kind") == "GPU":
-        return f"cuda:{args.get('model_instance_device_id', '0')}", DTYPES[
-            parameter(config, "dtype", "float16")
-        ]
-    return "cpu", torch.float32
+        return f"cuda:{args.get('model_instance_device_id', '0')}", dtype
+    return "cpu", dtype if dtype == "fp8" else torch.float32
 
 
 def load(folder: Path, device: str, dtype: torch.dtype) -> torch.nn.Module:
@@ -191,8 +199,113 @@ class CudaGraphs:
         return out.clone()  # the pinned buffer is the next call's
 
 
+class Staging:
+    """One execute()'s flat inputs in one pinned host buffer, copied in one transfer.
+
+    Layout for `tokens` and `windows`: ids [tokens] | positions [tokens] | offsets
+    [windows + 1] | first tokens [windows], all int64 (the offsets become int32 on the
+    device). Tokens past the batch's own are id 0 at position 0 in no window; windows past
+    its own are empty (offsets repeat the last) and read token 0."""
+
+    def __init__(self, tokens: int, windows: int, device: str) -> None:
+        self.capacity = (tokens, windows)
+        size = 2 * tokens + 2 * windows + 1
+        self.host = torch.zeros(size, dtype=torch.int64)
+        self.device_buffer = self.host  # a CPU instance reads the host buffer itself
+        if device != "cpu":
+            self.host = self.host.pin_memory()
+            self.device_buffer = torch.zeros(size, dtype=torch.int64, device=device)
+
+    @staticmethod
+    def views(buffer: torch.Tensor, tokens: int, windows: int) -> tuple[torch.Tensor, ...]:
+        """ids, positions, offsets, first tokens: views of `buffer` laid out as above."""
+        ids, pos, cu, first = buffer[: 2 * tokens + 2 * windows + 1].split(
+            [tokens, tokens, windows + 1, windows]
+        )
+        return ids, pos, cu, first
+
+    def stage(
+        self, ids: np.ndarray, pos: np.ndarray, cu: np.ndarray, tokens: int, windows: int
+    ) -> tuple[torch.Tensor, ...]:
+        """The inputs laid out for `tokens` x `windows` on the device (one copy)."""
+        n, t = cu.size - 1, int(cu[-1])
+        h_ids, h_pos, h_cu, h_first = (v.numpy() for v in self.views(self.host, tokens, windows))
+        h_ids[:t], h_ids[t:] = ids, 0
+        h_pos[:t], h_pos[t:] = pos, 0
+        h_cu[: n + 1], h_cu[n + 1 :] = cu, t
+        h_first[:n], h_first[n:] = cu[:-1], 0
+        used = 2 * tokens + 2 * windows + 1
+        if self.device_buffer is not self.host:
+            self.device_buffer[:used].copy_(self.host[:used], non_blocking=True)
+        d_ids, d_pos, d_cu, d_first = self.views(self.device_buffer, tokens, windows)
+        return d_ids, d_pos, d_cu.to(torch.int32), d_first
+
+
+class TokenGraphs:
+    """The flat encoder captured as one CUDA graph per token bucket (multiples of `step` up
+    to `max_tokens`), each for up to `max_windows` windows; replayed per call.
+
+    A flat batch's shape is its token count alone, so 64 graphs cover every small batch
+    (the padded runtime needed one per rows x length). Attention runs flash varlen inside
+    the graph over the staged offsets, with the model's max_seq_len as its grid bound. The
+    graphs share one memory pool: one instance runs one call at a time."""
+
+    def __init__(
+        self, encoder: Any, device: str, max_tokens: int, step: int, max_windows: int,
+        max_len: int,
+    ) -> None:  # fmt: skip
+        self.encoder, self.device, self.max_len = encoder, device, max_len
+        self.buckets = buckets(max_tokens, step)
+        self.max_windows = max_windows
+        self.staging = Staging(self.buckets[-1], max_windows, device)
+        self.pool = torch.cuda.graph_pool_handle()
+        self.graphs: dict[int, tuple[Any, torch.Tensor]] = {}
+        self.host_out: torch.Tensor | None = None
+
+    def _forward(self, tokens: int) -> torch.Tensor:
+        ids, pos, cu64, first = self.staging.views(
+            self.staging.device_buffer, self.buckets[-1], self.max_windows
+        )
+        return self.encoder.forward(
+            ids[:tokens], pos[:tokens], cu64.to(torch.int32), first, self.max_len
+        )
+
+    @torch.inference_mode()
+    def capture_all(self) -> None:
+        for tokens in reversed(self.buckets):  # largest first: it sizes the shared pool
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                for _ in range(1 if self.graphs else 2):
+                    self._forward(tokens)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self.pool):
+                logits = self._forward(tokens)
+            self.graphs[tokens] = (graph, logits)
+            if self.host_out is None:
+                self.host_out = torch.empty(tuple(logits.shape), dtype=torch.float32).pin_memory()
+
+    def fits(self, flat: Any) -> bool:
+        return int(flat.cu[-1]) <= self.buckets[-1] and flat.windows <= self.max_windows
+
+    @torch.inference_mode()
+    def __call__(self, flat: Any, pos: np.ndarray) -> torch.Tensor:
+        tokens = next(b for b in self.buckets if b >= int(flat.cu[-1]))
+        self.staging.stage(flat.ids, pos, flat.cu, self.buckets[-1], self.max_windows)
+        graph, logits = self.graphs[tokens]
+        graph.replay()
+        assert self.host_out is not None
+        out = self.host_out[: flat.windows]
+        out.copy_(logits[: flat.windows], non_blocking=True)
+        torch.cuda.current_stream(self.device).synchronize()
+        return out.clone()  # the pinned buffer is the next call's
+
+
 class TritonPythonModel:
-    """Runs a Hugging Face sequence classifier; pads each execute()'s requests into one call."""
+    """Runs a Hugging Face sequence classifier on each execute()'s requests as one batch:
+    flat (engine `flat`, the default for BERT-family checkpoints: real tokens only) or
+    padded through transformers (engine `hf`, any other checkpoint)."""
 
     def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
@@ -200,19 +313,45 @@ class TritonPythonModel:
         if self.device == "cpu":
             torch.set_num_threads(int(parameter(config, "intra_op_threads", "1")))
         folder = Path(args["model_repository"]) / args["model_version"]
-        self.model = load(folder, self.device, self.dtype)
-        self.vocab_size = int(json.loads((folder / "config.json").read_text())["vocab_size"])
+        checkpoint = json.loads((folder / "config.json").read_text())
+        self.vocab_size = int(checkpoint["vocab_size"])
         self.backend = parameter(config, "sdpa_backend", "") if self.device != "cpu" else ""
-        self.graphs: CudaGraphs | None = None
+        self.max_len = int(parameter(config, "max_seq_len", "512"))
+        max_batch = int(config.get("max_batch_size", 0)) or 1
+        self.graphs: CudaGraphs | TokenGraphs | None = None
+        self.flat: Any = None
+        engine = parameter(config, "engine", "flat")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+        if engine == "flat" and flat.unsupported(SimpleNamespace(**checkpoint)) is None:
+            model = load(folder, "cpu", torch.float32)
+            self.flat = flat.FlatEncoder(
+                model, self.device, self.dtype, parameter(config, "gelu", "erf")
+            )
+            self.flat_config = model.config
+            del model
+            graphs = self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true"
+            if graphs and self.flat.varlen:
+                self.graphs = TokenGraphs(
+                    self.flat,
+                    self.device,
+                    min(max_batch, int(parameter(config, "graph_max_batch", "8"))) * self.max_len,
+                    int(parameter(config, "graph_seq_step", "64")),
+                    max_batch,
+                    self.max_len,
+                )
+                self.graphs.capture_all()
+            self.staging = Staging(max_batch * self.max_len, max_batch, self.device)
+            return
+        if self.dtype == flat.FP8:
+            raise ValueError("dtype fp8 needs the flat engine (a BERT-family checkpoint)")
+        self.model = load(folder, self.device, self.dtype)
         if self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true":
             self.graphs = CudaGraphs(
                 self.model,
                 self.device,
-                min(
-                    int(config.get("max_batch_size", 0)) or 1,
-                    int(parameter(config, "graph_max_batch", "8")),
-                ),
-                int(parameter(config, "max_seq_len", "512")),
+                min(max_batch, int(parameter(config, "graph_max_batch", "8"))),
+                self.max_len,
                 int(parameter(config, "graph_seq_step", "64")),
                 int(parameter(config, "graph_batch_step", "8")),
                 self.backend,
@@ -220,21 +359,34 @@ class TritonPythonModel:
             self.graphs.capture_all()
 
     def execute(self, requests: list[Any]) -> list[Any]:
-        """One response per request, in order (docq_execute pads them into one call)."""
+        """One response per request, in order (docq_execute joins them into one call)."""
         # Ids are checked against the vocabulary before the run: on CUDA an out-of-range
         # embedding index is a device-side assert that poisons the context for good.
         return execute(
             requests,
-            self._run,
+            self._run_flat if self.flat is not None else self._run,
             "torch",
             vocab_size=self.vocab_size,
             invalid=(IndexError,),
+            ragged=self.flat is not None,
         )
+
+    @torch.inference_mode()
+    def _run_flat(self, batch: Any) -> torch.Tensor:
+        pos = flat.positions(self.flat_config, batch.ids, batch.cu)
+        if isinstance(self.graphs, TokenGraphs) and self.graphs.fits(batch):
+            return self.graphs(batch, pos)
+        tokens = -(-int(batch.cu[-1]) // flat.TOKEN_ALIGN) * flat.TOKEN_ALIGN
+        ids, positions, cu, first = self.staging.stage(
+            batch.ids, pos, batch.cu, tokens, batch.windows
+        )
+        logits = self.flat.forward(ids, positions, cu, first, batch.longest, batch.cu)
+        return logits.cpu()
 
     @torch.inference_mode()
     def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
         rows, longest = input_ids.shape
-        if self.graphs is not None and self.graphs.fits(rows, longest):
+        if isinstance(self.graphs, CudaGraphs) and self.graphs.fits(rows, longest):
             return self.graphs(input_ids, attention_mask)
         ids = torch.from_numpy(input_ids).to(self.device, non_blocking=True)
         mask = None  # no mask when every row is full: flash attention
@@ -247,6 +399,7 @@ class TritonPythonModel:
 
     def finalize(self) -> None:
         self.graphs = None
-        del self.model
+        self.flat = None
+        self.model = None
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()

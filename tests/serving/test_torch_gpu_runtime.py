@@ -41,7 +41,8 @@ def version(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def instance(runtime: types.ModuleType, version: Path, kind: str, **params: str) -> Any:
-    params = {"max_seq_len": str(MAX_SEQ_LEN), "graph_seq_step": "32", **params}
+    """The transformers (padded) engine unless `engine` says otherwise."""
+    params = {"max_seq_len": str(MAX_SEQ_LEN), "graph_seq_step": "32", "engine": "hf", **params}
     return pb_stub.instance(runtime, version, kind, 8, **params)
 
 

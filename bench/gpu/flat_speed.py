@@ -1,0 +1,102 @@
+"""In-process speed of the torch-gpu runtime's engines on one GPU, RoBERTa-large shape.
+
+Runs the runtime's own TritonPythonModel (serving/runtimes/torch_gpu.py through
+serving.pb_stub) on (64, 512) full rows and (64, 512) with each 7th row 60% long, for
+the padded transformers engine (hf) and the flat engine in FP16 (erf, tanh GELU) and FP8;
+median of `--repeat` calls, seq/s and real tokens/s, and each variant's max |logit diff|
+and label agreement against FP32 (TF32 off) on the same batch.
+
+    PYTHONPATH=. python3 -m bench.gpu.flat_speed --out $OUT/flat-speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.gpu.serve import build_checkpoint, windows
+from serving import pb_stub
+
+RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
+VARIANTS = {
+    "hf-fp16": {"engine": "hf"},
+    "flat-fp16": {},
+    "flat-fp16-tanh": {"gelu": "tanh"},
+    "flat-fp8": {"dtype": "fp8"},
+}
+
+
+def batches() -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    full = [windows(7, 512, i) for i in range(9)]  # 63 rows
+    partial = [windows(7, 512, i, 0.6) for i in range(9)]
+    return {"63x512": full, "63x512p": partial, "1x512": [windows(1, 512, 0)]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--tiny", action="store_true")
+    args = ap.parse_args()
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    kind = "GPU" if device != "cpu" else "CPU"
+    work = Path(tempfile.mkdtemp()) / "m" / "1"
+    build_checkpoint(work, args.tiny, device)
+    runtime = pb_stub.load_runtime(RUNTIME)
+    from transformers import AutoModelForSequenceClassification
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ref_model = AutoModelForSequenceClassification.from_pretrained(str(work)).to(device).eval()
+    inputs = batches()
+    reference = {}
+    with torch.inference_mode():
+        for name, reqs in inputs.items():
+            reference[name] = [
+                ref_model(input_ids=torch.from_numpy(i).to(device),
+                          attention_mask=torch.from_numpy(m).to(device)).logits.float().cpu().numpy()
+                for i, m in reqs
+            ]  # fmt: skip
+    del ref_model
+    torch.cuda.empty_cache() if device != "cpu" else None
+    result: dict = {"device": torch.cuda.get_device_name(0) if kind == "GPU" else "CPU",
+                    "torch": torch.__version__, "variants": {}}  # fmt: skip
+    for vname, params in VARIANTS.items():
+        if kind == "CPU" and vname.endswith("tanh"):
+            continue
+        model = pb_stub.instance(runtime, work, kind, 64, max_seq_len="512", **params)
+        entry = {}
+        for name, reqs in inputs.items():
+            requests = [pb_stub.request(i, m) for i, m in reqs]
+            outs = model.execute(requests)
+            got = np.concatenate([o.output_tensors[0].array for o in outs])
+            ref = np.concatenate(reference[name])
+            times = []
+            for _ in range(3 if kind == "GPU" else 0):
+                model.execute(requests)
+            for _ in range(args.repeat if kind == "GPU" else 1):
+                t = time.perf_counter()
+                model.execute(requests)
+                times.append(time.perf_counter() - t)
+            p50 = statistics.median(times)
+            tokens = sum(int(m.sum()) for _, m in reqs)
+            entry[name] = {
+                "ms": round(p50 * 1000, 3), "seq_s": round(len(ref) / p50, 1),
+                "tokens_s": round(tokens / p50), "max_abs_diff": float(np.abs(got - ref).max()),
+                "label_agreement": float((got.argmax(1) == ref.argmax(1)).mean()),
+            }  # fmt: skip
+            print(vname, name, entry[name], flush=True)
+        result["variants"][vname] = entry
+        del model
+        torch.cuda.empty_cache() if device != "cpu" else None
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

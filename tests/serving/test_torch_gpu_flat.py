@@ -1,0 +1,213 @@
+"""The torch-gpu runtime's flat engine (serving/runtimes/flat.py, kernels.py): every
+execute()'s real tokens in one tensor with sequence offsets, no padding.
+
+The CPU tests run everywhere (attention per sequence, FP8 emulated). The CUDA tests run
+where CUDA is (varlen flash attention, CUDA graphs per token bucket, OpenAI Triton
+kernels); on the GPU device, without docq's dependencies or its conftest:
+
+    python3 -m pytest --noconftest -p no:cacheprovider -o addopts= \\
+        tests/serving/test_torch_gpu_flat.py
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from serving import pb_stub
+from serving.pb_stub import request
+from tests.tiny import tiny_bert, tiny_roberta
+
+RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
+LABELS = ("a", "b", "c", "d")
+MAX_SEQ_LEN = 128
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.fixture(scope="module")
+def runtime() -> types.ModuleType:
+    return pb_stub.load_runtime(RUNTIME)
+
+
+@pytest.fixture(scope="module", params=["bert", "roberta"])
+def version(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp(request.param) / "tiny" / "1"
+    make = tiny_bert if request.param == "bert" else tiny_roberta
+    return make(folder, LABELS, hidden=64, layers=2)
+
+
+def flat(runtime: types.ModuleType, version: Path, kind: str, **params: str) -> Any:
+    params = {"max_seq_len": str(MAX_SEQ_LEN), "graph_seq_step": "64", **params}
+    model = pb_stub.instance(runtime, version, kind, 8, **params)
+    assert model.flat is not None, "a BERT-family checkpoint runs on the flat engine"
+    return model
+
+
+def windows(rows: int, length: int, seed: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of different real lengths, right-padded to `length` (the first row full)."""
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((rows, length), dtype=np.int64)
+    mask = np.zeros((rows, length), dtype=np.int64)
+    for r in range(rows):
+        n = int(rng.integers(2, length + 1)) if r else length
+        ids[r, :n] = rng.integers(3, vocab, n)
+        mask[r, :n] = 1
+    return ids, mask
+
+
+def reference(version: Path, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """PyTorch FP32 on the CPU, straight from the checkpoint, on the padded batch."""
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(version)).eval()
+    with torch.inference_mode():
+        out = model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+    return out.logits.numpy()
+
+
+def vocab(version: Path) -> int:
+    import json
+
+    return int(json.loads((version / "config.json").read_text())["vocab_size"])
+
+
+def batch(version: Path) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Three requests of different lengths: one execute() runs them as one flat batch."""
+    v = vocab(version)
+    return [windows(3, 40, 1, v), windows(2, MAX_SEQ_LEN, 2, v), windows(1, 5, 3, v)]
+
+
+def served(model: Any, requests: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    responses = model.execute([request(ids, mask) for ids, mask in requests])
+    for r in responses:
+        assert r.error is None, r.error.message
+    return [r.output_tensors[0].array for r in responses]
+
+
+def test_flat_cpu_computes_what_the_padded_checkpoint_computes(
+    runtime: types.ModuleType, version: Path
+) -> None:
+    model = flat(runtime, version, "CPU")
+    requests = batch(version)
+    for got, (ids, mask) in zip(served(model, requests), requests, strict=True):
+        # positions, offsets and the first-token head exactly as the padded model has them
+        np.testing.assert_allclose(got, reference(version, ids, mask), atol=2e-5)
+
+
+def test_fp8_emulated_on_cpu_keeps_the_labels(runtime: types.ModuleType, version: Path) -> None:
+    model = flat(runtime, version, "CPU", dtype="fp8")
+    assert model.flat.fp8
+    requests = batch(version)
+    for got, (ids, mask) in zip(served(model, requests), requests, strict=True):
+        expected = reference(version, ids, mask)
+        scale = np.abs(expected).max()
+        # e4m3 keeps 3 mantissa bits: about 2^-4 relative per product, well inside the range
+        assert 0 < np.abs(got - expected).max() < 0.05 * scale
+        assert (got.argmax(1) == expected.argmax(1)).mean() >= 0.8
+
+
+def test_a_mask_that_is_not_right_padded_is_refused_alone(
+    runtime: types.ModuleType, version: Path
+) -> None:
+    model = flat(runtime, version, "CPU")
+    good = windows(2, 20, 4, vocab(version))
+    holed = (good[0].copy(), good[1].copy())
+    holed[1][0, 5] = 0  # a hole: a padded runtime would honour it, a flat one cannot
+    empty = (good[0][:1].copy(), np.zeros_like(good[1][:1]))  # Triton's warm-up sample
+    responses = model.execute([request(*good), request(*holed), request(*empty)])
+    assert responses[0].error is None and responses[2].error is None
+    refused = responses[1]
+    assert refused.error is not None and "right padding" in refused.error.message
+    assert refused.error.code == pb_stub.TritonError.INVALID_ARG
+
+
+def test_positions_follow_each_architecture(runtime: types.ModuleType, version: Path) -> None:
+    from transformers import AutoConfig
+
+    flat_module = runtime.flat
+    config = AutoConfig.from_pretrained(str(version))
+    ids = np.array([5, 6, 7, 8, 9, 10], dtype=np.int64)
+    cu = np.array([0, 4, 6], dtype=np.int32)
+    got = flat_module.positions(config, ids, cu)
+    if config.model_type == "bert":
+        assert got.tolist() == [0, 1, 2, 3, 0, 1]
+    else:  # RoBERTa counts from pad + 1 in each sequence
+        pad = config.pad_token_id
+        assert got.tolist() == [pad + 1, pad + 2, pad + 3, pad + 4, pad + 1, pad + 2]
+
+
+def test_unsupported_checkpoints_use_the_padded_engine(
+    runtime: types.ModuleType, tmp_path: Path
+) -> None:
+    import json
+
+    version = tiny_bert(tmp_path / "m" / "1", LABELS, hidden=32, layers=1)
+    config = json.loads((version / "config.json").read_text())
+    config["position_embedding_type"] = "relative_key"  # not one the flat engine runs
+    (version / "config.json").write_text(json.dumps(config))
+    model = pb_stub.instance(runtime, version, "CPU", 8, max_seq_len="64")
+    assert model.flat is None and model.model is not None
+
+
+# --- on a GPU ------------------------------------------------------------------------------
+
+
+@cuda
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_graphs_per_token_bucket_match_eager_and_the_checkpoint(
+    runtime: types.ModuleType, version: Path, dtype: str
+) -> None:
+    graphs = flat(runtime, version, "GPU", dtype=dtype, graph_max_batch="2")
+    eager = flat(runtime, version, "GPU", dtype=dtype, cuda_graphs="false")
+    assert eager.graphs is None
+    # multiples of 64 tokens up to graph_max_batch x max_seq_len
+    assert sorted(graphs.graphs.graphs) == [64, 128, 192, 256]
+    small = [windows(3, 40, 11, vocab(version))]  # 3 windows, at most 120 tokens: a replay
+    large = batch(version)  # past 256 tokens: eager
+    for requests in (small, large, small):  # the shared buffers leak nothing between calls
+        for g, e, (ids, mask) in zip(
+            served(graphs, requests), served(eager, requests), requests, strict=True
+        ):
+            expected = reference(version, ids, mask)
+            np.testing.assert_allclose(g, e, atol=2e-2)
+            assert np.abs(g - expected).max() < 0.05
+            assert (g.argmax(1) == expected.argmax(1)).all()
+
+
+@cuda
+def test_tanh_gelu_and_fp8_stay_near_the_checkpoint(
+    runtime: types.ModuleType, version: Path
+) -> None:
+    requests = batch(version)
+    for params, tolerance in (({"gelu": "tanh"}, 0.05), ({"dtype": "fp8"}, 0.15)):
+        model = flat(runtime, version, "GPU", **params)
+        for got, (ids, mask) in zip(served(model, requests), requests, strict=True):
+            expected = reference(version, ids, mask)
+            assert np.abs(got - expected).max() < tolerance * max(1.0, np.abs(expected).max())
+
+
+@cuda
+def test_kernels_compute_what_pytorch_computes(runtime: types.ModuleType) -> None:
+    kernels, flat_module = runtime.flat.kernels, runtime.flat
+    assert kernels is not None, "OpenAI Triton is on every CUDA host docq serves from"
+    torch.manual_seed(0)
+    y, r = (torch.randn(300, 1024, device="cuda", dtype=torch.float16) for _ in range(2))
+    w, b = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    out, out8, scale = kernels.add_layernorm(y, r, w, b, 1e-5, torch.float16, fp8=True)
+    expected = torch.nn.functional.layer_norm((y.float() + r.float()), (1024,), w, b, 1e-5)
+    torch.testing.assert_close(out.float(), expected, atol=2e-2, rtol=1e-2)
+    want8, want_scale = flat_module.quantize_rows(out)
+    torch.testing.assert_close(scale, want_scale)
+    torch.testing.assert_close(
+        out8.float() * scale, want8.float() * want_scale, atol=0.1, rtol=0.07
+    )
+    h = torch.randn(300, 4096, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    g8, g_scale = kernels.gelu_quantize(h, bias)
+    exact = torch.nn.functional.gelu(h.float() + bias.float())
+    torch.testing.assert_close(g8.float() * g_scale, exact, atol=0.1, rtol=0.07)
