@@ -1,4 +1,4 @@
-"""The old architecture on the GPU: bench.pipeline's baseline servers and clients swept over
+"""The old architecture on the GPU: bench.baseline.sweep's servers and clients swept over
 worker counts, the GPU memory each worker holds, and the long upload in one request."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
+from bench.baseline.sweep import baseline_configs, baseline_server, drive
 from bench.gpu.measure import Budget, GpuSampler, gpu_processes
 from bench.gpu.report import console
-from bench.pipeline import _drive_baseline, baseline_configs, baseline_server
 from bench.procs import CpuMeter, tree
 from corpus.doc_type import LabelledDocument
 
@@ -62,7 +62,7 @@ def run_baseline_gpu(
     sampler: GpuSampler,
     budget: Budget,
 ) -> dict[str, Any]:
-    """The old architecture's sweep on `docs` (bench.pipeline's servers and clients), the
+    """The old architecture's sweep on `docs` (bench.baseline.sweep's servers and clients), the
     GPU memory each worker holds, and, on the last point, the long upload in one request."""
     configs = baseline_configs(os.cpu_count() or 1, args.baseline_workers, args.clients_per_worker)
     sweep: list[dict[str, Any]] = []
@@ -75,11 +75,11 @@ def run_baseline_gpu(
         console.print(f"  baseline {config}: {len(docs)} documents")
         with baseline_server(config, workdir) as (url, gunicorn):
             # Untimed: each worker's first requests (CUDA kernels load, cuBLAS handles).
-            asyncio.run(_drive_baseline(url, docs[: config.clients], config.clients, 60.0))
+            asyncio.run(drive(url, docs[: config.clients], config.clients, 60.0))
             meter = CpuMeter({"baseline": gunicorn})
             meter.start()
             t0 = time.monotonic()
-            point = asyncio.run(_drive_baseline(url, docs, config.clients, 60.0))
+            point = asyncio.run(drive(url, docs, config.clients, 60.0))
             t1 = time.monotonic()
             point |= {"workers": config.workers, "threads": config.threads}
             point |= {"clients": config.clients, "cpu_s": meter.stop()}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.gpu.report import console
-from bench.pipeline import percentile
+from bench.measure import percentile
 from devstack.services import stop
 
 # --- the GPU, read by nvidia-smi -----------------------------------------------------------

@@ -11,23 +11,27 @@ rewritten after each one, so a run cut short keeps what it measured):
 
 1. docq: one upload of `--docs` documents of the bench corpus (corpus.doc_type.generate,
    `--seed`) with every bulk worker running, timed from the upload to `succeeded`
-   (bench.pipeline.run_docq), while 3-document jobs go through the small-job lane (upload
+   (bench.docq_jobs.run_docq), while 3-document jobs go through the small-job lane (upload
    to result; only those that ended before the bulk job did count); docs/s, windows/s,
    the padding the workers' batchers sent (their metrics), GPU utilisation (nvidia-smi
    every 200 ms), CPU seconds per tier (bench.procs.CpuMeter);
 2. the ceiling: Triton alone on the same windows, packed by docq's packer with the model's
-   batch size and token budget over the whole corpus (bench.pipeline.run_triton_alone),
+   batch size and token budget over the whole corpus (bench.ceiling.run_triton_alone),
    `--ceiling-in-flight` requests outstanding;
 3. one client uploading the `--long-documents` longest documents in one request, to docq;
 4. the old architecture (bench/baseline/app.py: Gunicorn + Uvicorn workers, each holding
    the model in FP32 on the GPU, one synchronous request per document): a sweep over
    `--baseline-workers` on the first `--baseline-documents` documents, each driven by
-   bench.pipeline's clients, the GPU memory each worker holds, and the same long upload in
-   one request to its bulk call (`--long-timeout`, the client's patience);
+   bench.baseline.sweep's clients, the GPU memory each worker holds, and the same long
+   upload in one request to its bulk call (`--long-timeout`, the client's patience);
 5. scaling: the first `--scaling-docs` documents with 12, 8, 4, 2 and 1 bulk workers
    (workers stopped between points), docs/s, GPU utilisation and worker CPU per point.
 
-Prints the tables (rich) and writes `--out`.
+Prints the tables (rich) and writes `--out`. The parts are modules of their own: the
+model (model.py), the stack (stack.py), what is measured besides the clock (measure.py),
+docq's runs (runs.py), the old architecture's (baseline.py) and the report (report.py);
+the corpus, the ceiling and docq's jobs are the CPU bench's (bench/corpus.py, ceiling.py,
+docq_jobs.py).
 
     # on the H200 (bench/gpu/RESULTS-pipeline.md has the exact command):
     source bench/gpu/remote.sh && python3 -m bench.gpu.pipeline --out $OUT/pipeline.json
@@ -50,14 +54,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench.ceiling import run_triton_alone
+from bench.corpus import generate_parallel, longest, window_counts
+from bench.docq_jobs import run_docq
 from bench.gpu.baseline import run_baseline_gpu
-from bench.gpu.corpus import generate_parallel, longest, window_counts
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
 from bench.gpu.model import DEMO_TOKENIZER, MODEL, build_model
 from bench.gpu.report import console, show, summarise, tree_note
 from bench.gpu.runs import run_bulk, run_scaling, run_triton_rebuilt, upload_long_docq
 from bench.gpu.stack import GpuStack
-from bench.pipeline import run_docq, run_triton_alone
 from corpus.doc_type import generate
 
 # --- the run ------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from bench.corpus import windows_of
+from bench.docq_jobs import run_docq, submit, wait_job
 from bench.gpu.measure import (
     Budget,
     GpuSampler,
@@ -21,7 +23,7 @@ from bench.gpu.measure import (
 from bench.gpu.model import MODEL
 from bench.gpu.report import console
 from bench.gpu.stack import GpuStack
-from bench.pipeline import _submit, _wait_job, percentile, run_docq, windows_of
+from bench.measure import percentile, worker_batches
 from bench.procs import tree
 from corpus.doc_type import LabelledDocument
 from devstack.stack import SHARD_THREADS
@@ -56,8 +58,8 @@ class SmallJobs:
                 i += 3
                 t = time.monotonic()
                 try:
-                    job_id, _ = _submit(http, batch)
-                    status = _wait_job(http, job_id, 0.02)["status"]
+                    job_id, _ = submit(http, batch)
+                    status = wait_job(http, job_id, 0.02)["status"]
                 except httpx.HTTPError as exc:
                     status = f"error: {exc!r}"
                 self.samples.append((t, time.monotonic(), status))
@@ -84,7 +86,6 @@ def small_job_stats(samples: Sequence[tuple[float, float, str]], t0: float, t1: 
 
 def started(stack: GpuStack) -> Callable[[], bool]:
     """True once the bulk workers sent a batch more than when this was made."""
-    from bench.pipeline import worker_batches
 
     def sent() -> float:
         return sum(v for k, v in worker_batches(stack.bulk_ports).items() if "batches" in k)
@@ -101,7 +102,7 @@ def run_bulk(
     small: Sequence[LabelledDocument] | None = None,
     small_every: float = 0.5,
 ) -> dict[str, Any]:
-    """bench.pipeline.run_docq on `docs` with GPU samples, windows/s, CPU per tier and, with
+    """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and, with
     `small`, 3-document jobs meanwhile (from the first batch the bulk workers send)."""
     probe: SmallJobs | None = None
     watcher: threading.Thread | None = None
@@ -158,7 +159,7 @@ def run_triton_rebuilt(
     stack: GpuStack, docs: Sequence[LabelledDocument], shard_size: int, in_flight: int
 ) -> dict[str, Any]:
     """Triton alone on the windows in batches rebuilt like the workers' (shards of
-    `shard_size`), timed as bench.pipeline.run_triton_alone times its ceiling."""
+    `shard_size`), timed as bench.ceiling.run_triton_alone times its ceiling."""
     catalog = ModelCatalog(stack.triton_url, stack.repo)
     spec = catalog.spec(MODEL)
     catalog.close()
@@ -192,8 +193,8 @@ def upload_long_docq(stack: GpuStack, docs: Sequence[LabelledDocument]) -> dict[
     """One client uploads `docs` in one request: the answer's latency, then the results."""
     with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120) as http:
         t = time.monotonic()
-        job_id, accept_ms = _submit(http, docs)
-        job = _wait_job(http, job_id, 0.1)
+        job_id, accept_ms = submit(http, docs)
+        job = wait_job(http, job_id, 0.1)
         done = time.monotonic() - t
     return {
         "documents": len(docs),

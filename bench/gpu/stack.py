@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench.gpu.model import MODEL
 from bench.procs import CpuMeter, find, listener
+from bench.stack import settings_env, tenant_headers
 from devstack.services import (
     api_server,
     celery_worker,
@@ -21,15 +22,12 @@ from devstack.services import (
 )
 from devstack.stack import SHARD_THREADS, WORKER_NICE
 from docq.config import Settings
-from docq.store import connection
-from docq.store.tenants import Tenants
 
 
 class GpuStack:
     """redis, tritonserver, the API, the small-job lane's worker and a changing number of
-    bulk workers, each started by devstack/services.py as bench.pipeline.Stack starts them,
-    with the attributes run_docq and run_triton_alone read from a Stack (url, headers,
-    triton_url, repo, settings, bulk_workers, bulk_ports, workers, triton_pid, meter()).
+    bulk workers, each started by devstack/services.py as bench.stack.Stack starts them,
+    with what the runs read from a stack (bench.stack.Running).
 
     Unlike Stack it starts the bulk workers side by side (a dozen, one after the other,
     take a minute), can stop some between runs (the scaling table), and leaves Triton at
@@ -67,13 +65,8 @@ class GpuStack:
             model_startup=MODEL,
             model_pinned=MODEL,
         )
-        # One tenant with a key of its own, as bench.pipeline.Stack makes it.
-        tenants = Tenants(connection.connect(redis_url), secret=self.settings.api_key_secret)
-        self.headers = {"Authorization": f"Bearer {tenants.create_key('bench')[1]}"}
-        self.env = dict(os.environ)
-        for name, value in self.settings.model_dump().items():
-            if value is not None:
-                self.env[f"DOCQ_{name.upper()}"] = str(value)
+        self.headers = tenant_headers(self.settings)
+        self.env = settings_env(self.settings)
         self.priority_port = free_port()
         self.priority = self._stack.enter_context(
             celery_worker(

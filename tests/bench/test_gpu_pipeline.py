@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from bench.gpu import corpus, measure, pipeline, report, runs
+from bench import corpus
+from bench.gpu import measure, pipeline, report, runs
 from bench.gpu.model import DEMO_TOKENIZER
 from corpus.doc_type import generate
 
@@ -101,7 +102,6 @@ def test_stats_delta_is_what_triton_did_in_between() -> None:
 
 
 def test_rebuilt_worker_batches_pack_each_group_of_shards_apart() -> None:
-    from bench.pipeline import windows_of
     from docq.models import ModelSpec
 
     spec = ModelSpec(
@@ -114,7 +114,7 @@ def test_rebuilt_worker_batches_pack_each_group_of_shards_apart() -> None:
         tokenizer_dir=DEMO_TOKENIZER,
         runtime="onnx-cpu",
     )
-    windows = windows_of(generate(48, 9), spec)
+    windows = corpus.windows_of(generate(48, 9), spec)
     groups = runs.rebuilt_worker_batches(windows, spec, shard_size=4, threads=2)
     whole = runs.rebuilt_worker_batches(windows, spec, shard_size=48, threads=1)
     for batches in (groups, whole):
