@@ -164,3 +164,31 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
         yield url
     finally:
         stop(proc)
+
+
+@contextmanager
+def baseline_server(
+    env: dict[str, str], log: Path, workers: int
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The bench's old architecture (stack.baseline) on a free port, ready once a first
+    document is classified (each worker loads the model: up to 300 s); yields its URL and
+    the Gunicorn master."""
+    import httpx
+
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            stack.baseline(port, workers), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    probe = {"id": "probe", "text": "warm-up"}
+    try:
+        wait_for(
+            lambda: httpx.post(f"{url}/classify", json=probe, timeout=30).status_code == 200,
+            300,
+            f"baseline server (log: {log})",
+            proc,
+        )
+        yield url, proc
+    finally:
+        stop(proc)

@@ -127,3 +127,23 @@ def local_stack() -> dict[str, Process]:
         ),
         "flower": Process(flower(5555)),
     }
+
+
+def baseline(port: int, workers: int) -> list[str]:
+    """The old architecture the bench compares docq with (bench/baseline/app.py): Gunicorn
+    with `workers` Uvicorn workers, each holding its own copy of the model; not part of
+    `make up`."""
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "bench.baseline.app:app",
+        "-k",
+        "uvicorn_worker.UvicornWorker",
+        "-w",
+        str(workers),
+        "-b",
+        f"127.0.0.1:{port}",
+        "--timeout",
+        "300",
+    ]

@@ -1,4 +1,4 @@
-"""bench/gpu/pipeline.py: the corpus it writes, and the numbers it derives from samples."""
+"""bench/gpu/: the corpus the GPU bench writes, and the numbers it derives from samples."""
 
 from __future__ import annotations
 
@@ -6,29 +6,31 @@ import math
 
 import pytest
 
-from bench.gpu import pipeline
+from bench import corpus
+from bench.gpu import measure, pipeline, report, runs
+from bench.gpu.model import DEMO_TOKENIZER
 from corpus.doc_type import generate
 
 
 def test_the_parallel_corpus_is_the_bench_corpus() -> None:
-    assert pipeline.generate_parallel(240, 5, processes=2) == generate(240, 5)
-    assert pipeline.generate_parallel(20, 5, processes=1) == generate(20, 5)
+    assert corpus.generate_parallel(240, 5, processes=2) == generate(240, 5)
+    assert corpus.generate_parallel(20, 5, processes=1) == generate(20, 5)
     with pytest.raises(ValueError):
-        pipeline.generate_parallel(-1, 5, processes=2)
+        corpus.generate_parallel(-1, 5, processes=2)
 
 
 def test_window_counts_and_the_longest_documents() -> None:
     docs = generate(40, 3)
-    counts = pipeline.window_counts(docs, pipeline.DEMO_TOKENIZER)
+    counts = corpus.window_counts(docs, DEMO_TOKENIZER)
     assert len(counts) == 40 and min(counts) >= 1
-    top = pipeline.longest(docs, counts, 5)
+    top = corpus.longest(docs, counts, 5)
     assert len(top) == 5 and top == sorted(top)
     assert min(counts[i] for i in top) >= max(c for i, c in enumerate(counts) if i not in top)
 
 
 def test_gpu_window_keeps_the_samples_inside() -> None:
     samples = [(0.0, 10.0, 100.0), (1.0, 95.0, 900.0), (2.0, 100.0, 1000.0), (3.0, 0.0, 50.0)]
-    got = pipeline.gpu_window(samples, 0.5, 2.5)
+    got = measure.gpu_window(samples, 0.5, 2.5)
     assert got == {
         "samples": 2,
         "util_mean": 97.5,
@@ -36,7 +38,7 @@ def test_gpu_window_keeps_the_samples_inside() -> None:
         "busy_share": 1.0,
         "memory_max_mib": 1000.0,
     }
-    assert pipeline.gpu_window(samples, 10, 11) == {"samples": 0}
+    assert measure.gpu_window(samples, 10, 11) == {"samples": 0}
 
 
 def test_small_jobs_count_only_inside_the_bulk_job() -> None:
@@ -47,10 +49,10 @@ def test_small_jobs_count_only_inside_the_bulk_job() -> None:
         (3.0, 3.2, "failed"),
         (9.0, 11.0, "succeeded"),  # ends after it
     ]
-    got = pipeline.small_job_stats(samples, 1.0, 10.0)
+    got = runs.small_job_stats(samples, 1.0, 10.0)
     assert got["n"] == 2 and got["not_succeeded"] == 1
     assert got["samples_s"] == [0.5, 1.0] and got["max_s"] == 1.0
-    assert math.isnan(pipeline.small_job_stats([], 0, 1)["p95_s"])
+    assert math.isnan(runs.small_job_stats([], 0, 1)["p95_s"])
 
 
 def test_cpu_bound_until_the_first_point_near_the_best() -> None:
@@ -61,23 +63,23 @@ def test_cpu_bound_until_the_first_point_near_the_best() -> None:
         {"workers": 8, "docs_per_s": 400.0},
         {"workers": 12, "docs_per_s": 395.0},
     ]
-    assert pipeline.cpu_bound_until(points) == 4
-    assert pipeline.cpu_bound_until(points, share=0.99) == 8
-    assert pipeline.cpu_bound_until([]) is None
+    assert report.cpu_bound_until(points) == 4
+    assert report.cpu_bound_until(points, share=0.99) == 8
+    assert report.cpu_bound_until([]) is None
 
 
 def test_tiers_sum_the_bulk_workers() -> None:
     cpu = {"api": 1.0, "bulk worker 0": 2.5, "bulk worker 1": 3.0, "priority worker": 0.5}
-    assert pipeline.tiers(cpu) == {"api": 1.0, "bulk workers": 5.5, "priority worker": 0.5}
+    assert measure.tiers(cpu) == {"api": 1.0, "bulk workers": 5.5, "priority worker": 0.5}
 
 
 def test_targets_say_met_missed_or_not_run() -> None:
     s = {"pipeline_efficiency": 0.93, "ratio": 9.1, "docq_failures": 1, "small_job_p95_s": None}
-    assert list(pipeline.targets_met(s).values()) == [True, False, None]
+    assert list(report.targets_met(s).values()) == [True, False, None]
     s = {"pipeline_efficiency": 0.8, "ratio": 9.1, "docq_failures": 0, "small_job_p95_s": 0.4}
-    assert list(pipeline.targets_met(s).values()) == [False, True, True]
+    assert list(report.targets_met(s).values()) == [False, True, True]
     s = {"small_job_p95_s": float("nan")}
-    assert list(pipeline.targets_met(s).values()) == [None, None, None]
+    assert list(report.targets_met(s).values()) == [None, None, None]
 
 
 def test_the_defaults_are_the_issue_s_run_and_tiny_is_small() -> None:
@@ -93,14 +95,13 @@ def test_stats_delta_is_what_triton_did_in_between() -> None:
     before["rows"] = {"8": 2}
     after = {"windows": 138, "executions": 4, "requests": 6, "queue_s": 1.5, "compute_s": 2.2}
     after["rows"] = {"8": 2, "64": 2}
-    d = pipeline.stats_delta(before, after)
+    d = measure.stats_delta(before, after)
     assert d["windows"] == 128 and d["executions_by_rows"] == {"64": 2}
     assert d["rows_per_execution"] == 64.0
     assert d["queue_ms_per_request"] == 250.0 and d["compute_ms_per_request"] == 100.0
 
 
 def test_rebuilt_worker_batches_pack_each_group_of_shards_apart() -> None:
-    from bench.pipeline import windows_of
     from docq.models import ModelSpec
 
     spec = ModelSpec(
@@ -110,12 +111,12 @@ def test_rebuilt_worker_batches_pack_each_group_of_shards_apart() -> None:
         stride=64,
         aggregation="mean",
         labels=("a", "b"),
-        tokenizer_dir=pipeline.DEMO_TOKENIZER,
+        tokenizer_dir=DEMO_TOKENIZER,
         runtime="onnx-cpu",
     )
-    windows = windows_of(generate(48, 9), spec)
-    groups = pipeline.rebuilt_worker_batches(windows, spec, shard_size=4, threads=2)
-    whole = pipeline.rebuilt_worker_batches(windows, spec, shard_size=48, threads=1)
+    windows = corpus.windows_of(generate(48, 9), spec)
+    groups = runs.rebuilt_worker_batches(windows, spec, shard_size=4, threads=2)
+    whole = runs.rebuilt_worker_batches(windows, spec, shard_size=48, threads=1)
     for batches in (groups, whole):
         assert sum(len(b.rows) for b in batches) == len(windows)
         assert max(len(b.rows) for b in batches) <= spec.max_batch_size

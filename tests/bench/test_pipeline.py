@@ -14,7 +14,8 @@ import httpx
 import numpy as np
 import pytest
 
-from bench import pipeline
+from bench import ceiling, corpus, pipeline, report
+from bench.baseline import sweep
 from bench.procs import listener
 from corpus.doc_type import generate
 from docq.models import ModelSpec
@@ -40,17 +41,17 @@ def _window(doc: int, length: int) -> Window:
 
 @pytest.fixture(scope="module")
 def windows() -> list[Window]:
-    return pipeline.windows_of(generate(120, 7), SPEC)
+    return corpus.windows_of(generate(120, 7), SPEC)
 
 
 def test_baseline_threads_times_workers_is_the_cores() -> None:
-    configs = pipeline.baseline_configs(2, [4, 1, 2], 4)
+    configs = sweep.baseline_configs(2, [4, 1, 2], 4)
     assert [(c.workers, c.threads, c.clients) for c in configs] == [
         (1, 2, 4),
         (2, 1, 8),
         (4, 1, 16),  # more workers than cores: one thread each, the least there is
     ]
-    on16 = pipeline.baseline_configs(16, [1, 2, 4, 8, 16], 2)
+    on16 = sweep.baseline_configs(16, [1, 2, 4, 8, 16], 2)
     assert [c.workers * c.threads for c in on16] == [16] * 5
     assert [c.clients for c in on16] == [2, 4, 8, 16, 32]
 
@@ -83,7 +84,7 @@ def test_ceiling_batches_cover_every_window_within_the_models_limits(
     windows: list[Window],
 ) -> None:
     budgeted = replace(SPEC, token_budget=1536)  # at most 3 windows of 512
-    batches = pipeline.ceiling_batches(windows, budgeted)
+    batches = ceiling.ceiling_batches(windows, budgeted)
     rows = sorted(r for b in batches for r in b.rows)
     assert rows == list(range(len(windows)))
     for b in batches:
@@ -93,7 +94,7 @@ def test_ceiling_batches_cover_every_window_within_the_models_limits(
 
 
 def test_the_ceiling_never_pads_more_than_packing_per_shard(windows: list[Window]) -> None:
-    ceiling = sum(b.computed_tokens for b in pipeline.ceiling_batches(windows, SPEC))
+    whole = sum(b.computed_tokens for b in ceiling.ceiling_batches(windows, SPEC))
     for shard in (8, 64):  # the old Triton-alone packed per shard
         docs = sorted({w.doc for w in windows})
         per_shard = 0
@@ -102,28 +103,28 @@ def test_the_ceiling_never_pads_more_than_packing_per_shard(windows: list[Window
             per_shard += sum(
                 b.computed_tokens for b in pack([w for w in windows if w.doc in chosen], 8, 4096)
             )
-        assert ceiling <= per_shard
+        assert whole <= per_shard
 
 
 def test_baseline_pads_each_document_to_its_own_longest_window() -> None:
     ws = [_window(0, 512), _window(0, 100), _window(1, 50)]
     # doc 0: 2 x 512 computed for 612 real; doc 1: 50 for 50. Never 3 x 512.
-    assert pipeline.baseline_padding(ws) == pytest.approx(662 / 1074)
-    report = pipeline.padding_report(ws, pack(ws, 8))
+    assert corpus.baseline_padding(ws) == pytest.approx(662 / 1074)
+    report = corpus.padding_report(ws, pack(ws, 8))
     assert report["pad_to_512_efficiency"] == round(662 / 1536, 4)
     assert report["baseline_padding_efficiency"] > report["pad_to_512_efficiency"]
 
 
 def test_efficiency_is_docq_over_the_ceiling_with_the_work_each_computed() -> None:
     docq = {"docs_per_s": 4.0, "computed_tokens": 1_010}
-    ceiling = {"docs_per_s": 5.0, "computed_tokens": 1_000}
-    assert pipeline.efficiency(docq, ceiling) == {"pipeline_efficiency": 0.8, "work_ratio": 1.01}
+    alone = {"docs_per_s": 5.0, "computed_tokens": 1_000}
+    assert report.efficiency(docq, alone) == {"pipeline_efficiency": 0.8, "work_ratio": 1.01}
 
 
 def test_cpu_use_compares_documents_per_cpu_second() -> None:
     baseline = {"cpu_s": {"gunicorn": 50.0}, "elapsed_s": 25.0}  # 2 cores busy
     docq = {"cpu_s": {"triton": 40.0, "api": 10.0}, "elapsed_s": 50.0}  # 1 core busy
-    use = pipeline.cpu_use(100, baseline, docq)
+    use = report.cpu_use(100, baseline, docq)
     assert use == {
         "baseline_cores_busy": 2.0,
         "docq_cores_busy": 1.0,
@@ -132,9 +133,9 @@ def test_cpu_use_compares_documents_per_cpu_second() -> None:
         "cpu_ratio": 1.0,
     }
     # docq at half the wall rate on half the CPU: the wall ratio is the machine's, not docq's
-    assert not pipeline.comparable(use)
-    assert pipeline.comparable(use | {"baseline_cores_busy": 1.1})
-    assert pipeline.cpu_use(100, {}, docq) == {}
+    assert not report.comparable(use)
+    assert report.comparable(use | {"baseline_cores_busy": 1.1})
+    assert report.cpu_use(100, {}, docq) == {}
 
 
 def test_a_saved_run_prints_its_table_with_cpu_figures(
@@ -161,8 +162,8 @@ def baseline_url(
     tiny_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
     monkeypatch.setenv("BASELINE_CHECKPOINT", str(tiny_checkpoint))
-    config = pipeline.BaselineConfig(workers=2, threads=1, clients=4)
-    with pipeline.baseline_server(config, tmp_path) as (url, _):
+    config = sweep.BaselineConfig(workers=2, threads=1, clients=4)
+    with sweep.baseline_server(config, tmp_path) as (url, _):
         yield url
 
 
@@ -184,11 +185,11 @@ def test_the_baseline_classifies_every_document(baseline_url: str) -> None:
     import asyncio
 
     docs = generate(12, 11)
-    result = asyncio.run(pipeline._drive_baseline(baseline_url, docs, 4, 60.0))
+    result = asyncio.run(sweep.drive(baseline_url, docs, 4, 60.0))
     assert result["documents_done"] == 12 and result["timeouts"] == result["errors"] == 0
 
 
 def test_the_ceiling_reads_the_limits_the_workers_read() -> None:
-    spec = pipeline.repository_spec(REPO / "model_repository", "doc-type")
+    spec = corpus.repository_spec(REPO / "model_repository", "doc-type")
     assert (spec.max_batch_size, spec.max_seq_len, spec.stride) == (8, 512, 64)
     assert spec.budget == 8 * 512 and spec.tokenizer_dir == SPEC.tokenizer_dir

@@ -1,0 +1,165 @@
+"""docq's side of the bench: jobs through its public API, as a client application sends
+them (one bulk upload timed to `succeeded`, and latency probes while bulk jobs run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from bench.measure import percentile, start_profiles, worker_batches
+from bench.stack import Running
+from corpus.doc_type import LabelledDocument
+
+
+def wait_job(http: httpx.Client, job_id: str, poll: float) -> dict[str, Any]:
+    while True:
+        job = http.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            return job
+        time.sleep(poll)
+
+
+def submit(http: httpx.Client, docs: Sequence[LabelledDocument]) -> tuple[str, float]:
+    body = json.dumps({"documents": [{"id": d.id, "text": d.text} for d in docs]}).encode()
+    t = time.perf_counter()
+    resp = http.post("/v1/jobs", content=body, headers={"content-type": "application/json"})
+    resp.raise_for_status()
+    return resp.json()["id"], (time.perf_counter() - t) * 1000
+
+
+def all_results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    cursor: str | None = "0"
+    while cursor is not None:
+        page = http.get(f"/v1/jobs/{job_id}/results", params={"limit": 1000, "cursor": cursor})
+        out += page.json()["data"]
+        cursor = page.json()["next_cursor"]
+    return out
+
+
+def run_docq(
+    stack: Running, docs: Sequence[LabelledDocument], profile_s: float = 0
+) -> dict[str, Any]:
+    """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`;
+    with `profile_s`, py-spy samples the first bulk worker and Triton meanwhile."""
+    http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120)
+    before = worker_batches(stack.bulk_ports)
+    meter = stack.meter()
+    meter.start()
+    t0 = time.perf_counter()
+    job_id, accept_ms = submit(http, docs)
+    profilers = start_profiles(stack, profile_s) if profile_s else []
+    job = wait_job(http, job_id, 0.25)
+    elapsed = time.perf_counter() - t0
+    for proc in profilers:
+        proc.wait()
+    after = worker_batches(stack.bulk_ports)
+    sent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    results = sum(1 for r in all_results(http, job_id) if "label" in r)
+    return {
+        "computed_tokens": int(sent["docq_worker_tokens_totalcomputed"]),
+        "real_tokens": int(sent["docq_worker_tokens_totalreal"]),
+        "batches": int(sent["docq_worker_batches_total"]),
+        "worker_padding_efficiency": round(
+            sent["docq_worker_tokens_totalreal"] / sent["docq_worker_tokens_totalcomputed"], 4
+        ),
+        "worker_windows_per_batch": round(
+            sent["docq_worker_windows_total"] / sent["docq_worker_batches_total"], 2
+        ),
+        "status": job["status"],
+        "documents": job["documents"],
+        "classified": results,
+        "failures": job["documents"] - results,
+        "elapsed_s": round(elapsed, 1),
+        "docs_per_s": round(job["documents"] / elapsed, 3),
+        "bulk_accept_ms": round(accept_ms, 1),
+        "cpu_s": meter.stop(),
+    }
+
+
+def run_probes(
+    stack: Running,
+    background: Sequence[LabelledDocument],
+    small: Sequence[LabelledDocument],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Latency while bulk jobs run: `args.accept_uploads` 1,000-document uploads (acceptance;
+    each cancelled at once, so it adds no work) and 3-document jobs (upload to `succeeded`).
+    A new bulk job of `background` starts whenever the last one ends, until enough uploads
+    were timed; the one still running then is cancelled."""
+    http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120)
+    accept_body = json.dumps(
+        {
+            "documents": [
+                {"id": f"a{i}", "text": background[i % len(background)].text} for i in range(1000)
+            ]
+        }
+    ).encode()
+    running = threading.Event()
+    accept_ms: list[float] = []
+    small_s: list[float] = []
+
+    def accept_probe() -> None:
+        with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as c:
+            while running.is_set() and len(accept_ms) < args.accept_uploads:
+                t = time.perf_counter()
+                r = c.post(
+                    "/v1/jobs", content=accept_body, headers={"content-type": "application/json"}
+                )
+                accept_ms.append((time.perf_counter() - t) * 1000)
+                r.raise_for_status()
+                c.delete(f"/v1/jobs/{r.json()['id']}")  # acceptance only: skip the work
+                time.sleep(args.accept_every)
+
+    def small_probe() -> None:
+        with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as c:
+            i = 0
+            while running.is_set():
+                batch = [small[(i + k) % len(small)] for k in range(3)]
+                i += 3
+                t = time.perf_counter()  # from the upload to the result
+                job_id, _ = submit(c, batch)
+                job = wait_job(c, job_id, 0.02)
+                if job["status"] == "succeeded" and running.is_set():
+                    small_s.append(time.perf_counter() - t)
+                time.sleep(args.small_every)
+
+    bulk_id, _ = submit(http, background)
+    bulk_jobs = 1
+    while http.get(f"/v1/jobs/{bulk_id}").json()["status"] == "queued":
+        time.sleep(0.1)
+    running.set()
+    probes = [threading.Thread(target=accept_probe), threading.Thread(target=small_probe)]
+    for p in probes:
+        p.start()
+    while len(accept_ms) < args.accept_uploads and probes[0].is_alive():
+        if http.get(f"/v1/jobs/{bulk_id}").json()["status"] in ("succeeded", "failed"):
+            bulk_id, _ = submit(http, background)
+            bulk_jobs += 1
+        time.sleep(0.25)
+    running.clear()
+    for p in probes:
+        p.join()
+    http.delete(f"/v1/jobs/{bulk_id}")
+    return {
+        "background_jobs": {"documents": len(background), "jobs": bulk_jobs},
+        "accept_ms": {
+            "n": len(accept_ms),
+            "p50": round(percentile(accept_ms, 50), 1),
+            "p99": round(percentile(accept_ms, 99), 1),
+            "max": round(max(accept_ms), 1),
+            "samples": [round(ms, 1) for ms in accept_ms],
+        },
+        "small_job_s": {
+            "n": len(small_s),
+            "p50": round(percentile(small_s, 50), 2),
+            "p95": round(percentile(small_s, 95), 2),
+            "samples": [round(s, 3) for s in small_s],
+        },
+    }

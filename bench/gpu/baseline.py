@@ -1,0 +1,105 @@
+"""The old architecture on the GPU: bench.baseline.sweep's servers and clients swept over
+worker counts, the GPU memory each worker holds, and the long upload in one request."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.baseline.sweep import baseline_configs, baseline_server, drive
+from bench.gpu.measure import Budget, GpuSampler, gpu_processes
+from bench.gpu.report import console
+from bench.procs import CpuMeter, tree
+from corpus.doc_type import LabelledDocument
+
+
+def upload_long_baseline(url: str, docs: Sequence[LabelledDocument], timeout: float) -> dict:
+    """The same upload to the old service's bulk call, with a client that waits `timeout`."""
+    body = {"documents": [{"id": d.id, "text": d.text} for d in docs]}
+    t = time.monotonic()
+    try:
+        resp = httpx.post(f"{url}/classify/batch", json=body, timeout=timeout)
+        seen = f"HTTP {resp.status_code} after {time.monotonic() - t:.1f} s"
+        classified = len(resp.json()) if resp.status_code == 200 else 0
+    except httpx.TimeoutException:
+        seen = f"timed out after {time.monotonic() - t:.1f} s (client timeout {timeout:.0f} s)"
+        classified = 0
+    except httpx.HTTPError as exc:
+        seen = f"{type(exc).__name__} after {time.monotonic() - t:.1f} s"
+        classified = 0
+    return {
+        "documents": len(docs),
+        "answer": seen,
+        "elapsed_s": round(time.monotonic() - t, 2),
+        "classified": classified,
+    }
+
+
+def end_leftovers(pids: set[int], needle: str) -> None:
+    """SIGKILL those of `pids` still alive whose command line holds `needle` (a pid reused
+    since by another process is left alone)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if needle in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                os.kill(pid, signal.SIGKILL)
+
+
+def run_baseline_gpu(
+    docs: Sequence[LabelledDocument],
+    windows: int,
+    long_docs: Sequence[LabelledDocument],
+    args: argparse.Namespace,
+    workdir: Path,
+    sampler: GpuSampler,
+    budget: Budget,
+) -> dict[str, Any]:
+    """The old architecture's sweep on `docs` (bench.baseline.sweep's servers and clients), the
+    GPU memory each worker holds, and, on the last point, the long upload in one request."""
+    configs = baseline_configs(os.cpu_count() or 1, args.baseline_workers, args.clients_per_worker)
+    sweep: list[dict[str, Any]] = []
+    long: dict[str, Any] = {}
+    for i, config in enumerate(configs):
+        last = i == len(configs) - 1
+        need = 45 + (args.long_timeout + 5 if last else 0)  # start, run; the long call
+        if not budget.allows(need, f"baseline with {config.workers} workers"):
+            break
+        console.print(f"  baseline {config}: {len(docs)} documents")
+        with baseline_server(config, workdir) as (url, gunicorn):
+            # Untimed: each worker's first requests (CUDA kernels load, cuBLAS handles).
+            asyncio.run(drive(url, docs[: config.clients], config.clients, 60.0))
+            meter = CpuMeter({"baseline": gunicorn})
+            meter.start()
+            t0 = time.monotonic()
+            point = asyncio.run(drive(url, docs, config.clients, 60.0))
+            t1 = time.monotonic()
+            point |= {"workers": config.workers, "threads": config.threads}
+            point |= {"clients": config.clients, "cpu_s": meter.stop()}
+            point["windows_per_s"] = round(windows / point["elapsed_s"], 1)
+            point["gpu"] = sampler.window(t0, t1)
+            # What each worker holds once it has served: its FP32 copy, its CUDA context and
+            # what PyTorch's allocator keeps of the activations.
+            pids = set(tree(gunicorn))
+            held = sorted(mib for pid, mib in gpu_processes().items() if pid in pids)
+            point["gpu_mib_per_worker"] = held
+            sweep.append(point)
+            console.print(f"    {point['docs_per_s']} docs/s, GPU MiB per worker {held}")
+            if last and long_docs:
+                long = upload_long_baseline(url, long_docs, args.long_timeout)
+                console.print(f"    {len(long_docs)} long documents in one request: {long}")
+                # The worker still inside the abandoned call would make the master's
+                # graceful stop wait for it: end the workers first.
+                end_leftovers(set(tree(gunicorn)) - {gunicorn}, "bench.baseline.app")
+        # A worker still inside the abandoned bulk call outlives its master's stop and
+        # would hold the GPU into the next phase: end what is left of this server.
+        end_leftovers(pids, "bench.baseline.app")
+    best = max(sweep, key=lambda p: p["docs_per_s"]) if sweep else {}
+    return {"sweep": sweep, "best": best, "long_upload": long, "documents": len(docs)}

@@ -1,0 +1,167 @@
+"""What the GPU bench measures besides docs/s: the GPU through nvidia-smi, Triton's own
+counters, CPU seconds per tier, and the command's time budget."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from bench.gpu.report import console
+from bench.measure import percentile
+from devstack.services import stop
+
+# --- the GPU, read by nvidia-smi -----------------------------------------------------------
+
+
+def gpu_window(samples: Sequence[tuple[float, float, float]], t0: float, t1: float) -> dict:
+    """Utilisation (%) and memory (MiB) of the samples (monotonic time, util, MiB) taken
+    between t0 and t1."""
+    inside = [(u, m) for t, u, m in samples if t0 <= t <= t1]
+    if not inside:
+        return {"samples": 0}
+    util = [u for u, _ in inside]
+    return {
+        "samples": len(inside),
+        "util_mean": round(sum(util) / len(util), 1),
+        "util_p50": round(percentile(util, 50), 1),
+        "busy_share": round(sum(1 for u in util if u >= 90) / len(util), 3),
+        "memory_max_mib": max(m for _, m in inside),
+    }
+
+
+class GpuSampler:
+    """`nvidia-smi` every `interval_ms` in the background: utilisation and memory used.
+    (Utilisation is the share of time a kernel ran, not how full the chip was.)"""
+
+    def __init__(self, interval_ms: int = 200) -> None:
+        self.interval_ms = interval_ms
+        self.samples: list[tuple[float, float, float]] = []
+        self.exe = shutil.which("nvidia-smi")
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        if self.exe is None:
+            return
+        query = "--query-gpu=utilization.gpu,memory.used"
+        cmd = [self.exe, query, "--format=csv,noheader,nounits", f"--loop-ms={self.interval_ms}"]
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            try:
+                util, mem = (float(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.samples.append((time.monotonic(), util, mem))
+
+    def window(self, t0: float, t1: float) -> dict:
+        return gpu_window(list(self.samples), t0, t1)
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            stop(self._proc, 5)
+
+
+def gpu_processes() -> dict[int, float]:
+    """MiB of GPU memory each process holds (nvidia-smi's compute apps); {} without one."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return {}
+    query = "--query-compute-apps=pid,used_memory"
+    out = subprocess.run([exe, query, "--format=csv,noheader,nounits"], capture_output=True)
+    held = {}
+    for line in out.stdout.decode().splitlines():
+        try:
+            pid, mib = line.split(",")
+            held[int(pid)] = float(mib)
+        except ValueError:
+            continue
+    return held
+
+
+def gpu_name() -> str:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return "no GPU (CPU rehearsal)"
+    query = "--query-gpu=name,driver_version,memory.total"
+    out = subprocess.run([exe, query, "--format=csv,noheader"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def triton_stats(url: str, model: str) -> dict[str, Any]:
+    """Triton's own counters for `model` so far: requests (windows), executions, and the
+    seconds requests waited in its queue and spent in the model (summed over instances)."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(url)
+    try:
+        stats = client.get_inference_statistics(model).model_stats
+    finally:
+        client.close()
+    out: dict[str, Any] = {"windows": 0, "executions": 0, "requests": 0}
+    out |= {"queue_s": 0.0, "compute_s": 0.0, "rows": {}}
+    for m in stats:
+        out["windows"] += m.inference_count
+        out["executions"] += m.execution_count
+        out["requests"] += m.inference_stats.success.count
+        out["queue_s"] += m.inference_stats.queue.ns / 1e9
+        out["compute_s"] += (
+            m.inference_stats.compute_input.ns
+            + m.inference_stats.compute_infer.ns
+            + m.inference_stats.compute_output.ns
+        ) / 1e9
+        for b in m.batch_stats:
+            out["rows"][str(b.batch_size)] = out["rows"].get(str(b.batch_size), 0) + int(
+                b.compute_infer.count
+            )
+    return out
+
+
+def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What Triton did between two triton_stats() readings, with the mean per request."""
+    d: dict[str, Any] = {k: after[k] - before[k] for k in ("windows", "executions", "requests")}
+    d["queue_s"] = round(after["queue_s"] - before["queue_s"], 3)
+    d["compute_s"] = round(after["compute_s"] - before["compute_s"], 3)
+    rows = {k: v - before["rows"].get(k, 0) for k, v in after["rows"].items()}
+    d["executions_by_rows"] = {
+        k: v for k, v in sorted(rows.items(), key=lambda kv: int(kv[0])) if v
+    }
+    if d["requests"]:
+        d["queue_ms_per_request"] = round(1000 * d["queue_s"] / d["requests"], 2)
+        d["compute_ms_per_request"] = round(1000 * d["compute_s"] / d["requests"], 2)
+    if d["executions"]:
+        d["rows_per_execution"] = round(d["windows"] / d["executions"], 2)
+    return d
+
+
+def tiers(cpu_s: dict[str, float]) -> dict[str, float]:
+    """CpuMeter's trees summed by tier: the bulk workers together, the others as they are."""
+    out: dict[str, float] = {}
+    for name, seconds in cpu_s.items():
+        key = "bulk workers" if name.startswith("bulk worker") else name
+        out[key] = round(out.get(key, 0.0) + seconds, 2)
+    return out
+
+
+class Budget:
+    """The command's time: a phase starts only if what it needs is left."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+        self.skipped: list[str] = []
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def allows(self, need: float, what: str) -> bool:
+        if self.left() >= need:
+            return True
+        self.skipped.append(f"{what} (needs ~{need:.0f} s, {self.left():.0f} s left)")
+        console.print(f"[yellow]skipped: {self.skipped[-1]}[/]")
+        return False

@@ -1,0 +1,173 @@
+"""The GPU bench's report: the summary and its targets from the phases that ran, the
+tables, and which code ran."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from docq.config import REPO_ROOT
+
+TARGETS = {
+    "pipeline_efficiency": 0.90,  # docq / Triton alone, at least
+    "ratio": 8.0,  # docq / the old architecture's best, at least
+    "small_job_p95_s": 1.0,  # 3-document jobs during the bulk job, at most
+}
+console = Console(width=150)
+
+
+def tree_note() -> str:
+    """Which code ran: TREE.txt of a tree packed by bench/gpu/pack.py --tree, else git's
+    HEAD and the files changed from it."""
+    note = REPO_ROOT / "TREE.txt"
+    if note.exists():
+        return note.read_text()
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True)
+        status = subprocess.run(["git", "status", "--short"], cwd=REPO_ROOT, capture_output=True)
+    except OSError:
+        return "unknown"
+    return f"HEAD {head.stdout.decode()}changed from it:\n{status.stdout.decode()}"
+
+
+def cpu_bound_until(points: Sequence[dict[str, Any]], share: float = 0.9) -> int | None:
+    """The fewest workers that reach `share` of the best throughput: below it, adding
+    workers (CPU) adds documents/s; from it on, the GPU sets the pace."""
+    if not points:
+        return None
+    best = max(p["docs_per_s"] for p in points)
+    return min(p["workers"] for p in points if p["docs_per_s"] >= share * best)
+
+
+def summarise(r: dict[str, Any]) -> dict[str, Any]:
+    """The headline figures and each target, from the phases that ran."""
+    main, ceiling = r.get("docq", {}), r.get("ceiling", {})
+    best = r.get("baseline", {}).get("best", {})
+    s: dict[str, Any] = {
+        "docq_docs_per_s": main.get("docs_per_s"),
+        "docq_windows_per_s": main.get("windows_per_s"),
+        "docq_failures": main.get("failures"),
+        "ceiling_docs_per_s": ceiling.get("docs_per_s"),
+        "baseline_best_docs_per_s": best.get("docs_per_s"),
+        "baseline_best_workers": best.get("workers"),
+        "padding_efficiency": main.get("worker_padding_efficiency"),
+        "small_job_p95_s": main.get("small_jobs", {}).get("p95_s"),
+        "cpu_bound_until_workers": cpu_bound_until(r.get("scaling", [])),
+    }
+    if main and ceiling:
+        s["pipeline_efficiency"] = round(main["docs_per_s"] / ceiling["docs_per_s"], 3)
+        s["work_ratio"] = round(main["computed_tokens"] / ceiling["computed_tokens"], 4)
+    if main and best:
+        s["ratio"] = round(main["docs_per_s"] / best["docs_per_s"], 2)
+    s["targets"] = targets_met(s)
+    return s
+
+
+def targets_met(s: dict[str, Any]) -> dict[str, bool | None]:
+    """Each target: met, missed, or None where its phase did not run (or had no samples)."""
+
+    def known(key: str) -> bool:
+        value = s.get(key)
+        return value is not None and value == value  # NaN: no samples
+
+    efficiency, ratio, small = "pipeline_efficiency", "ratio", "small_job_p95_s"
+    return {
+        f"{efficiency} >= {TARGETS[efficiency]}": (
+            s[efficiency] >= TARGETS[efficiency] if known(efficiency) else None
+        ),
+        f"{ratio} >= {TARGETS[ratio]} with 0 failures": (
+            bool(s[ratio] >= TARGETS[ratio] and s["docq_failures"] == 0) if known(ratio) else None
+        ),
+        f"{small} <= {TARGETS[small]}": s[small] <= TARGETS[small] if known(small) else None,
+    }
+
+
+def show(r: dict[str, Any]) -> None:
+    s = r["summary"]
+    head = Table(title=f"docq on {r['gpu']} — {r['date']}")
+    for col in ("", "docs/s", "windows/s", "GPU util %", "padding eff.", "failures", "note"):
+        head.add_column(col, justify="right" if col not in ("", "note") else "left")
+    main, ceiling = r.get("docq", {}), r.get("ceiling", {})
+    if main:
+        head.add_row(
+            f"docq, {main['workers']} bulk workers",
+            f"{main['docs_per_s']:.1f}",
+            f"{main['windows_per_s']:.0f}",
+            str(main["gpu"].get("util_mean")),
+            str(main["worker_padding_efficiency"]),
+            str(main["failures"]),
+            f"{main['documents']} documents in {main['elapsed_s']} s",
+        )
+    if ceiling:
+        head.add_row(
+            "Triton alone (ceiling)",
+            f"{ceiling['docs_per_s']:.1f}",
+            f"{ceiling['windows'] / ceiling['elapsed_s']:.0f}",
+            str(ceiling.get("gpu", {}).get("util_mean")),
+            str(ceiling["padding"]["ceiling_padding_efficiency"]),
+            "",
+            f"{ceiling['batches']} batches, {ceiling['in_flight']} in flight",
+        )
+    for p in r.get("baseline", {}).get("sweep", []):
+        head.add_row(
+            f"old architecture, {p['workers']} workers",
+            f"{p['docs_per_s']:.2f}",
+            f"{p['windows_per_s']:.0f}",
+            str(p["gpu"].get("util_mean")),
+            str(r.get("padding", {}).get("baseline_padding_efficiency", "")),
+            f"{p['timeouts'] + p['errors']}",
+            f"p95 {p['latency_p95_s']} s, GPU MiB/worker {p['gpu_mib_per_worker']}",
+        )
+    console.print(head)
+    scale = Table(title="scaling: bulk worker processes (threads 4 each) on one GPU")
+    for col in (
+        "workers",
+        "docs",
+        "docs/s",
+        "windows/s",
+        "x per doubling",
+        "GPU util %",
+        "worker cores busy",
+        "worker CPU ms/doc",
+        "padding eff.",
+    ):
+        scale.add_column(col, justify="right")
+    prev = None
+    for p in r.get("scaling", []):
+        gain = f"{p['docs_per_s'] / prev:.2f}" if prev else ""
+        prev = p["docs_per_s"]
+        scale.add_row(
+            str(p["workers"]),
+            str(p["documents"]),
+            f"{p['docs_per_s']:.1f}",
+            f"{p['windows_per_s']:.0f}",
+            gain,
+            str(p["gpu"].get("util_mean")),
+            str(p["worker_cores_busy"]),
+            str(p["worker_cpu_ms_per_doc"]),
+            str(p["worker_padding_efficiency"]),
+        )
+    console.print(scale)
+    for who in ("docq", "baseline"):
+        long = r.get("long_upload", {}).get(who)
+        if long:
+            console.print(f"{long['documents']} long documents in one request, {who}: {long}")
+    for who, run in (("docq", main), ("Triton alone", ceiling)):
+        if run.get("triton"):
+            t = {k: v for k, v in run["triton"].items() if k != "executions_by_rows"}
+            console.print(f"Triton's counters, {who}: {t}")
+    if main:
+        console.print(
+            f"small jobs during the bulk job: {main.get('small_jobs', {}) | {'samples_s': '...'}}"
+        )
+        console.print(f"CPU seconds per tier (docq): {main['cpu_s']['tiers']}")
+    console.print(f"summary: {json.dumps({k: v for k, v in s.items() if k != 'targets'})}")
+    for name, met in s["targets"].items():
+        console.print(f"target {name}: {'not run' if met is None else 'MET' if met else 'MISSED'}")
+    for what in r.get("skipped", []):
+        console.print(f"[yellow]not run: {what}[/]")

@@ -1,0 +1,232 @@
+"""The GPU bench's runs on docq's side: the bulk job with small jobs meanwhile, Triton alone
+on worker-like batches, the long upload, and the scaling sweep over bulk workers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+
+from bench.corpus import windows_of
+from bench.docq_jobs import run_docq, submit, wait_job
+from bench.gpu.measure import (
+    Budget,
+    GpuSampler,
+    gpu_processes,
+    stats_delta,
+    tiers,
+    triton_stats,
+)
+from bench.gpu.model import MODEL
+from bench.gpu.report import console
+from bench.gpu.stack import GpuStack
+from bench.measure import percentile, worker_batches
+from bench.procs import tree
+from corpus.doc_type import LabelledDocument
+from devstack.stack import SHARD_THREADS
+from docq.catalog import ModelCatalog
+from docq.models import ModelSpec
+from docq.text.packing import Batch, pack
+from docq.text.windowing import Window
+from workers.inference import TritonInference
+
+
+class SmallJobs:
+    """3-document jobs, one after the other every `every` seconds, timed from the upload
+    to `succeeded`, in a thread of their own while a bulk job runs."""
+
+    def __init__(
+        self, url: str, headers: dict[str, str], docs: Sequence[LabelledDocument], every: float
+    ) -> None:
+        self.url, self.headers, self.docs, self.every = url, headers, docs, every
+        self.samples: list[tuple[float, float, str]] = []  # (start, end, status)
+        self._running = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self._running.set()
+        self._thread.start()
+
+    def _loop(self) -> None:
+        with httpx.Client(base_url=self.url, headers=self.headers, timeout=60) as http:
+            i = 0
+            while self._running.is_set():
+                batch = [self.docs[(i + k) % len(self.docs)] for k in range(3)]
+                i += 3
+                t = time.monotonic()
+                try:
+                    job_id, _ = submit(http, batch)
+                    status = wait_job(http, job_id, 0.02)["status"]
+                except httpx.HTTPError as exc:
+                    status = f"error: {exc!r}"
+                self.samples.append((t, time.monotonic(), status))
+                time.sleep(self.every)
+
+    def stop(self) -> None:
+        self._running.clear()
+        self._thread.join(90)
+
+
+def small_job_stats(samples: Sequence[tuple[float, float, str]], t0: float, t1: float) -> dict:
+    """Upload-to-result seconds of the small jobs that ran wholly between t0 and t1."""
+    inside = [(a, b, s) for a, b, s in samples if a >= t0 and b <= t1]
+    ok = [b - a for a, b, s in inside if s == "succeeded"]
+    return {
+        "n": len(ok),
+        "not_succeeded": len(inside) - len(ok),
+        "p50_s": round(percentile(ok, 50), 3),
+        "p95_s": round(percentile(ok, 95), 3),
+        "max_s": round(max(ok), 3) if ok else None,
+        "samples_s": [round(x, 3) for x in ok],
+    }
+
+
+def started(stack: GpuStack) -> Callable[[], bool]:
+    """True once the bulk workers sent a batch more than when this was made."""
+
+    def sent() -> float:
+        return sum(v for k, v in worker_batches(stack.bulk_ports).items() if "batches" in k)
+
+    base = sent()
+    return lambda: sent() > base
+
+
+def run_bulk(
+    stack: GpuStack,
+    docs: Sequence[LabelledDocument],
+    windows: int,
+    sampler: GpuSampler,
+    small: Sequence[LabelledDocument] | None = None,
+    small_every: float = 0.5,
+) -> dict[str, Any]:
+    """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and, with
+    `small`, 3-document jobs meanwhile (from the first batch the bulk workers send)."""
+    probe: SmallJobs | None = None
+    watcher: threading.Thread | None = None
+    if small:
+        probe = SmallJobs(stack.url, stack.headers, small, small_every)
+        first_batch = started(stack)
+
+        def start_when_running() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not first_batch():
+                time.sleep(0.1)
+            probe.start()
+
+        watcher = threading.Thread(target=start_when_running, daemon=True)
+        watcher.start()
+    held_before = gpu_processes()
+    triton_before = triton_stats(stack.triton_url, MODEL)
+    t0 = time.monotonic()
+    out = run_docq(stack, docs)
+    t1 = time.monotonic()
+    out["triton"] = stats_delta(triton_before, triton_stats(stack.triton_url, MODEL))
+    if probe is not None and watcher is not None:
+        watcher.join(5)
+        probe.stop()
+        out["small_jobs"] = small_job_stats(probe.samples, t0, t1)
+    out["workers"] = stack.bulk_workers
+    out["windows"] = windows
+    out["windows_per_s"] = round(windows / out["elapsed_s"], 1)
+    out["gpu"] = sampler.window(t0, t1)
+    out["triton_gpu_mib"] = sum(
+        mib for pid, mib in held_before.items() if pid in set(tree(stack.triton_pid))
+    )
+    out["cpu_s"] = out["cpu_s"] | {"tiers": tiers(out["cpu_s"])}
+    worker_s = out["cpu_s"]["tiers"].get("bulk workers", 0.0)
+    out["worker_cpu_ms_per_doc"] = round(1000 * worker_s / len(docs), 2)
+    out["worker_cores_busy"] = round(worker_s / out["elapsed_s"], 2)
+    return out
+
+
+def rebuilt_worker_batches(
+    windows: Sequence[Window], spec: ModelSpec, shard_size: int, threads: int = SHARD_THREADS
+) -> list[Batch]:
+    """The windows packed about as a worker's batcher packs them: the windows of `threads`
+    consecutive shards (what one worker process holds at once) sorted and cut together by
+    docq's packer with the model's batch size and token budget."""
+    group = shard_size * threads
+    groups: dict[int, list[Window]] = {}
+    for w in windows:
+        groups.setdefault(w.doc // group, []).append(w)
+    return [b for g in sorted(groups) for b in pack(groups[g], spec.max_batch_size, spec.budget)]
+
+
+def run_triton_rebuilt(
+    stack: GpuStack, docs: Sequence[LabelledDocument], shard_size: int, in_flight: int
+) -> dict[str, Any]:
+    """Triton alone on the windows in batches rebuilt like the workers' (shards of
+    `shard_size`), timed as bench.ceiling.run_triton_alone times its ceiling."""
+    catalog = ModelCatalog(stack.triton_url, stack.repo)
+    spec = catalog.spec(MODEL)
+    catalog.close()
+    windows = windows_of(docs, spec)
+    batches = rebuilt_worker_batches(windows, spec, shard_size)
+    before = triton_stats(stack.triton_url, MODEL)
+    triton = TritonInference(stack.triton_url, max_in_flight=in_flight, timeout_s=300)
+    t0 = time.perf_counter()
+    triton.infer(spec, batches)
+    elapsed = time.perf_counter() - t0
+    triton.close()
+    real = sum(b.real_tokens for b in batches)
+    computed = sum(b.computed_tokens for b in batches)
+    return {
+        "shard_size": shard_size,
+        "documents": len(docs),
+        "windows": len(windows),
+        "batches": len(batches),
+        "rows_per_batch": round(len(windows) / len(batches), 2),
+        "computed_tokens": computed,
+        "padding_efficiency": round(real / computed, 4),
+        "in_flight": in_flight,
+        "elapsed_s": round(elapsed, 2),
+        "docs_per_s": round(len(docs) / elapsed, 3),
+        "windows_per_s": round(len(windows) / elapsed, 1),
+        "triton": stats_delta(before, triton_stats(stack.triton_url, MODEL)),
+    }
+
+
+def upload_long_docq(stack: GpuStack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
+    """One client uploads `docs` in one request: the answer's latency, then the results."""
+    with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120) as http:
+        t = time.monotonic()
+        job_id, accept_ms = submit(http, docs)
+        job = wait_job(http, job_id, 0.1)
+        done = time.monotonic() - t
+    return {
+        "documents": len(docs),
+        "answer": f"202 after {accept_ms:.0f} ms",
+        "accept_ms": round(accept_ms, 1),
+        "status": job["status"],
+        "results_after_s": round(done, 2),
+        "failed": job["progress"]["documents_failed"],
+    }
+
+
+def run_scaling(
+    stack: GpuStack,
+    docs: Sequence[LabelledDocument],
+    windows: int,
+    counts: Sequence[int],
+    sampler: GpuSampler,
+    budget: Budget,
+) -> list[dict[str, Any]]:
+    """The same documents with fewer and fewer bulk workers."""
+    points: list[dict[str, Any]] = []
+    for n in sorted(counts, reverse=True):
+        rate = points[-1]["docs_per_s"] * n / points[-1]["workers"] if points else 100.0
+        if not budget.allows(15 + len(docs) / max(rate, 1.0), f"scaling point {n} workers"):
+            break
+        stack.keep_workers(n)
+        if stack.bulk_workers < n:
+            stack.add_workers(n - stack.bulk_workers)
+        point = run_bulk(stack, docs, windows, sampler)
+        points.append(point)
+        console.print(
+            f"  {n} workers: {point['docs_per_s']} docs/s, GPU {point['gpu'].get('util_mean')}%,"
+            f" workers {point['worker_cores_busy']} cores"
+        )
+    return sorted(points, key=lambda p: p["workers"])
