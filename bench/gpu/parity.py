@@ -156,9 +156,7 @@ def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out
 def run_gpu(run: Run, work: Path) -> dict[str, int]:
     import torch
 
-    from bench.gpu.serve import start_server, wait_ready
-
-    from bench.gpu.serve import Variant
+    from bench.gpu.serve import Variant, start_server, wait_ready
 
     repo = work / "repo"
     checkpoints = {name: restore(name, work) for name in MODELS}

@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - depends on the host
 try:
     from torch.nn.attention.varlen import varlen_attn
 except ImportError:  # pragma: no cover - torch before 2.10
-    varlen_attn = None
+    varlen_attn = None  # type: ignore[assignment]
 
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta")
 FP8 = "fp8"
@@ -186,12 +186,13 @@ class FlatEncoder:
             dense, proj = base.pooler.dense, model.classifier
         else:  # RobertaClassificationHead: dense + tanh, then out_proj
             dense, proj = model.classifier.dense, model.classifier.out_proj
-        head_dtype = torch.float16 if self.fp8 and device != "cpu" else self.dtype
+        head_dtype: torch.dtype = torch.float16 if self.fp8 and device != "cpu" else self.dtype
         self.head = (Linear(dense, head_dtype, False), Linear(proj, head_dtype, False))
         self.head_dtype = head_dtype
         self.varlen = device != "cpu" and varlen_attn is not None and self._varlen_dtype_ok()
 
     def _linear(self, layer: torch.nn.Linear) -> Linear:
+        assert isinstance(self.dtype, torch.dtype)
         return Linear(layer, self.dtype, self.fp8)
 
     def _norm(self, norm: torch.nn.LayerNorm) -> Norm:
@@ -220,13 +221,15 @@ class FlatEncoder:
         tokens = qkv.shape[0]
         q, k, v = qkv.view(tokens, 3, self.heads, -1).unbind(1)
         if self.varlen:
-            return varlen_attn(q, k, v, cu, cu, longest, longest).reshape(tokens, -1)
+            out = varlen_attn(q, k, v, cu, cu, longest, longest)
+            assert isinstance(out, torch.Tensor)  # no auxiliary outputs were asked for
+            return out.reshape(tokens, -1)
         # PyTorch's SDPA one sequence at a time (a CPU, or float32 on a GPU).
         assert cu_host is not None, "the per-sequence fallback needs the offsets on the host"
         out = torch.zeros((tokens, q.shape[1] * q.shape[2]), dtype=qkv.dtype, device=qkv.device)
         for start, end in zip(cu_host[:-1].tolist(), cu_host[1:].tolist(), strict=True):
-            part = [t[start:end].transpose(0, 1).unsqueeze(0) for t in (q, k, v)]
-            seq = F.scaled_dot_product_attention(*part)  # [1, heads, length, head_dim]
+            sq, sk, sv = (t[start:end].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+            seq = F.scaled_dot_product_attention(sq, sk, sv)  # [1, heads, length, head_dim]
             out[start:end] = seq[0].transpose(0, 1).reshape(end - start, -1)
         return out
 

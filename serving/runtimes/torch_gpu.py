@@ -38,9 +38,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import docq_flat as flat  # copied beside this file
 import numpy as np
 import torch
-import docq_flat as flat  # copied beside this file
 from docq_execute import execute, parameter  # copied beside this file
 from transformers import AutoModelForSequenceClassification
 
@@ -400,6 +400,6 @@ class TritonPythonModel:
     def finalize(self) -> None:
         self.graphs = None
         self.flat = None
-        self.model = None
+        self.model = None  # type: ignore[assignment]
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
