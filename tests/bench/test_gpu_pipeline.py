@@ -123,3 +123,8 @@ def test_rebuilt_worker_batches_pack_each_group_of_shards_apart() -> None:
     # sorting within groups of 8 documents pads at least as much as sorting all 48
     assert sum(b.computed_tokens for b in whole) <= sum(b.computed_tokens for b in groups)
     assert len(groups) >= len(whole)
+
+
+def test_the_corpus_is_the_same_for_a_seed_and_another_for_another() -> None:
+    assert corpus.generate_parallel(250, 11, processes=2) == corpus.generate_parallel(250, 11, 1)
+    assert corpus.generate_parallel(50, 11, 1) != corpus.generate_parallel(50, 12, 1)

@@ -110,9 +110,9 @@ def test_baseline_pads_each_document_to_its_own_longest_window() -> None:
     ws = [_window(0, 512), _window(0, 100), _window(1, 50)]
     # doc 0: 2 x 512 computed for 612 real; doc 1: 50 for 50. Never 3 x 512.
     assert corpus.baseline_padding(ws) == pytest.approx(662 / 1074)
-    report = corpus.padding_report(ws, pack(ws, 8))
-    assert report["pad_to_512_efficiency"] == round(662 / 1536, 4)
-    assert report["baseline_padding_efficiency"] > report["pad_to_512_efficiency"]
+    padding = corpus.padding_report(ws, pack(ws, 8))
+    assert padding["pad_to_512_efficiency"] == round(662 / 1536, 4)
+    assert padding["baseline_padding_efficiency"] > padding["pad_to_512_efficiency"]
 
 
 def test_efficiency_is_docq_over_the_ceiling_with_the_work_each_computed() -> None:

@@ -1,0 +1,30 @@
+"""bench/report.py and bench/gpu/report.py: the tables of saved runs, with no service."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import report
+from bench.gpu import report as gpu_report
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_saved_cpu_run_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    saved = json.loads((REPO / "bench" / "pipeline-cpu-2026-12-01.json").read_text())
+    report.print_table(saved)
+    out = capsys.readouterr().out
+    assert f"docq bench: {saved['documents']} documents" in out
+    assert json.dumps(saved["docq_docs_per_s"]) in out
+
+
+def test_a_saved_gpu_run_is_summarised_and_shown_again(capsys: pytest.CaptureFixture[str]) -> None:
+    saved = json.loads((REPO / "bench" / "gpu" / "pipeline-h200-2026-12-01.json").read_text())
+    assert gpu_report.summarise(saved) == saved["summary"]
+    gpu_report.show(saved)
+    out = capsys.readouterr().out
+    assert f"docq, {saved['docq']['workers']} bulk workers" in out
+    assert "scaling: bulk worker processes" in out
