@@ -51,3 +51,15 @@ def tiny_roberta(path: Path, labels: Sequence[str], *, hidden: int = 64, layers:
     )
     RobertaForSequenceClassification(config).eval().save_pretrained(path)
     return path
+
+
+def reference_logits(version: Path, ids: object, mask: object) -> object:
+    """PyTorch FP32 on the CPU, straight from the checkpoint in `version`, on a padded batch
+    (numpy arrays in, numpy logits out)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(version)).eval()
+    with torch.inference_mode():
+        out = model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
+    return out.logits.numpy()

@@ -53,7 +53,11 @@ def main() -> None:
     from transformers import AutoModelForSequenceClassification
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    ref_model = AutoModelForSequenceClassification.from_pretrained(str(work)).to(device).eval()
+    ref_model = (  # FP32: from_pretrained would keep the checkpoint's saved FP16
+        AutoModelForSequenceClassification.from_pretrained(str(work), dtype=torch.float32)
+        .to(device)
+        .eval()
+    )
     inputs = batches()
     reference = {}
     with torch.inference_mode():

@@ -185,14 +185,7 @@ def parity(url: str, model: str, reference: list[Any]) -> dict[str, Any]:
     client = _client(url, 20_000)
     diffs, same, rows = [], 0, 0
     for (ids, mask), ref in zip(parity_batches(), reference, strict=True):
-        inputs = []
-        for name, array in (("input_ids", ids), ("attention_mask", mask)):
-            import tritonclient.grpc as grpcclient
-
-            tensor = grpcclient.InferInput(name, list(array.shape), "INT64")
-            tensor.set_data_from_numpy(array)
-            inputs.append(tensor)
-        got = client.infer(model, inputs).as_numpy("logits")
+        got = client.infer(model, _tensors(ids, mask)).as_numpy("logits")
         expected = np.asarray(ref, dtype=np.float32)
         diffs.append(float(np.abs(got - expected).max()))
         same += int((got.argmax(1) == expected.argmax(1)).sum())
@@ -314,9 +307,13 @@ def _client(url: str, slot: int) -> Any:
 
 
 def _inputs(rows: int, length: int, last: float, seed: int) -> list[Any]:
+    return _tensors(*windows(rows, length, seed, last))
+
+
+def _tensors(ids: np.ndarray, mask: np.ndarray) -> list[Any]:
+    """The gRPC inputs of one request."""
     import tritonclient.grpc as grpcclient
 
-    ids, mask = windows(rows, length, seed, last)
     inputs = []
     for name, array in (("input_ids", ids), ("attention_mask", mask)):
         tensor = grpcclient.InferInput(name, list(array.shape), "INT64")

@@ -86,8 +86,10 @@ def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class Linear:
     """One dense layer: `x @ W.T + b` in the encoder's dtype, or in FP8."""
 
-    def __init__(self, layer: torch.nn.Linear, dtype: torch.dtype, fp8: bool) -> None:
-        weight, bias = layer.weight.detach(), layer.bias.detach()
+    def __init__(
+        self, weight: torch.Tensor, bias: torch.Tensor, dtype: torch.dtype, fp8: bool
+    ) -> None:
+        weight, bias = weight.detach(), bias.detach()
         self.fp8 = fp8
         if fp8:
             # Per output channel: row j of W is scaled by its own amax.
@@ -135,13 +137,10 @@ class Layer:
     norm2: Norm
 
 
-def _fused_qkv(attention: Any) -> torch.nn.Linear:
-    """Query, key and value projections as one [3 x hidden, hidden] layer."""
+def _fused_qkv(attention: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Query, key and value projections as one [3 x hidden, hidden] weight and its bias."""
     parts = (attention.query, attention.key, attention.value)
-    fused = torch.nn.Linear(parts[0].in_features, 3 * parts[0].out_features)
-    fused.weight.data = torch.cat([p.weight.detach() for p in parts])
-    fused.bias.data = torch.cat([p.bias.detach() for p in parts])
-    return fused
+    return torch.cat([p.weight for p in parts]), torch.cat([p.bias for p in parts])
 
 
 class FlatEncoder:
@@ -158,8 +157,9 @@ class FlatEncoder:
         self.config, self.device, self.gelu = model.config, device, gelu
         self.fp8 = dtype == FP8
         # FP8 keeps its residual stream in float16 (float32 where FP8 is only emulated).
-        self.dtype = (torch.float16 if device != "cpu" else torch.float32) if self.fp8 else dtype
-        assert isinstance(self.dtype, torch.dtype)
+        stream = (torch.float16 if device != "cpu" else torch.float32) if self.fp8 else dtype
+        assert isinstance(stream, torch.dtype)
+        self.dtype: torch.dtype = stream
         self.heads = model.config.num_attention_heads
         self.use_kernels = kernels is not None and device != "cpu"
         model = model.to(device=device, dtype=torch.float32)
@@ -173,7 +173,7 @@ class FlatEncoder:
         self.emb_norm = self._norm(emb.LayerNorm)
         self.layers = [
             Layer(
-                qkv=self._linear(_fused_qkv(block.attention.self)),
+                qkv=Linear(*_fused_qkv(block.attention.self), self.dtype, self.fp8),
                 out=self._linear(block.attention.output.dense),
                 norm1=self._norm(block.attention.output.LayerNorm),
                 up=self._linear(block.intermediate.dense),
@@ -187,13 +187,15 @@ class FlatEncoder:
         else:  # RobertaClassificationHead: dense + tanh, then out_proj
             dense, proj = model.classifier.dense, model.classifier.out_proj
         head_dtype: torch.dtype = torch.float16 if self.fp8 and device != "cpu" else self.dtype
-        self.head = (Linear(dense, head_dtype, False), Linear(proj, head_dtype, False))
+        self.head = (
+            Linear(dense.weight, dense.bias, head_dtype, False),
+            Linear(proj.weight, proj.bias, head_dtype, False),
+        )
         self.head_dtype = head_dtype
         self.varlen = device != "cpu" and varlen_attn is not None and self._varlen_dtype_ok()
 
     def _linear(self, layer: torch.nn.Linear) -> Linear:
-        assert isinstance(self.dtype, torch.dtype)
-        return Linear(layer, self.dtype, self.fp8)
+        return Linear(layer.weight, layer.bias, self.dtype, self.fp8)
 
     def _norm(self, norm: torch.nn.LayerNorm) -> Norm:
         return Norm(norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))

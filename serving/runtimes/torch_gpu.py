@@ -227,7 +227,8 @@ class Staging:
     def stage(
         self, ids: np.ndarray, pos: np.ndarray, cu: np.ndarray, tokens: int, windows: int
     ) -> tuple[torch.Tensor, ...]:
-        """The inputs laid out for `tokens` x `windows` on the device (one copy)."""
+        """The inputs laid out for `tokens` x `windows` on the device (one copy): views of
+        the device buffer, the offsets still int64."""
         n, t = cu.size - 1, int(cu[-1])
         h_ids, h_pos, h_cu, h_first = (v.numpy() for v in self.views(self.host, tokens, windows))
         h_ids[:t], h_ids[t:] = ids, 0
@@ -237,8 +238,7 @@ class Staging:
         used = 2 * tokens + 2 * windows + 1
         if self.device_buffer is not self.host:
             self.device_buffer[:used].copy_(self.host[:used], non_blocking=True)
-        d_ids, d_pos, d_cu, d_first = self.views(self.device_buffer, tokens, windows)
-        return d_ids, d_pos, d_cu.to(torch.int32), d_first
+        return self.views(self.device_buffer, tokens, windows)
 
 
 class TokenGraphs:
@@ -380,7 +380,9 @@ class TritonPythonModel:
         ids, positions, cu, first = self.staging.stage(
             batch.ids, pos, batch.cu, tokens, batch.windows
         )
-        logits = self.flat.forward(ids, positions, cu, first, batch.longest, batch.cu)
+        logits = self.flat.forward(
+            ids, positions, cu.to(torch.int32), first, batch.longest, batch.cu
+        )
         return logits.cpu()
 
     @torch.inference_mode()

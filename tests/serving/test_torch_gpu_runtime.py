@@ -20,7 +20,7 @@ import torch
 
 from serving import pb_stub
 from serving.pb_stub import request
-from tests.tiny import tiny_bert
+from tests.tiny import reference_logits, tiny_bert
 
 RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
 LABELS = ("a", "b", "c", "d")
@@ -60,13 +60,9 @@ def windows(rows: int, length: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reference(version: Path, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """PyTorch FP32 on the CPU, straight from the checkpoint."""
-    from transformers import AutoModelForSequenceClassification
-
-    model = AutoModelForSequenceClassification.from_pretrained(str(version)).eval()
-    with torch.inference_mode():
-        out = model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask))
-    return out.logits.numpy()
+    logits = reference_logits(version, ids, mask)
+    assert isinstance(logits, np.ndarray)
+    return logits
 
 
 def test_buckets(runtime: types.ModuleType) -> None:
