@@ -168,7 +168,7 @@ class Target:
             max_queue_delay_us=self.serving.max_queue_delay_us,
             instance_count=self.serving.instance_count,
             # torch-gpu reads each request's own tensors (either engine joins them itself)
-            ragged=False,  # with warm-up samples, tritonserver 2.51 crashed (SIGSEGV) at load
+            ragged=self.runtime == "torch-gpu" and self.engine == "flat",
             extra_parameters=extra,
         )
 

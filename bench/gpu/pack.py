@@ -77,6 +77,7 @@ WHEELS = [
     "opentelemetry-api==1.45.2",
     "python-multipart==0.0.34",
     "uvicorn==0.54.0",
+    "swagger-ui-bundle-v2==5.31.0",  # api/docs.py serves the docs' assets from it
     # the old architecture on the same GPU (bench/baseline/app.py)
     "gunicorn==27.0.1",
     "uvicorn-worker==0.4.0",
