@@ -9,15 +9,24 @@ STAMP  := $(VENV)/.installed-stamp
 MODEL  := model_repository/doc-type/1/model.onnx
 LANG_MODEL := model_repository/doc-lang/1/model.onnx
 
-.PHONY: up test lint format install system model train bench load clean
+.PHONY: up test test-fast test-e2e lint format install system model train bench load clean
 
 # The local stack may call webhook receivers on this machine (the SSRF guard allows it here).
 up: install system model
 	DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS=$${DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS:-true} \
 		$(BIN)/honcho start -f Procfile
 
+# The tiers (tests/tiers.py): test-fast while you work (minutes: no Celery workers, no
+# kills, no model builds), test-e2e the rest, test everything (what .ci/run calls). Under
+# `make test` a program a test needs (promtool, chromium) fails the test when missing.
 test: install system model
-	$(BIN)/pytest
+	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(PYTEST_ARGS)
+
+test-fast: install system model
+	$(BIN)/pytest -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
+
+test-e2e: install system model
+	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest -m "e2e or faults or build or slow" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
@@ -49,12 +58,12 @@ system:
 	@# The Python-backend stub embeds libpython: Debian ships it apart from the interpreter.
 	@$(BIN)/python -c "import sysconfig,pathlib,sys; d=sysconfig.get_config_var('LIBDIR'); sys.exit(0 if list(pathlib.Path(d).glob('libpython3.11.so*')) or list(pathlib.Path('/usr/lib').rglob('libpython3.11.so*')) else 1)" \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpython3.11 >/dev/null; }
-	@# The browser tests (tests/browser) drive Debian's chromium; only `make test` needs it,
+	@# The browser tests (tests/browser) drive Debian's chromium; only `make test` and `make test-e2e` need it,
 	@# so a first `make up` does not wait for its download.
-	@case " $(MAKECMDGOALS) " in *" test "*) command -v chromium >/dev/null 2>&1 || { \
+	@case " $(MAKECMDGOALS) " in *" test "*|*" test-e2e "*) command -v chromium >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ;; esac
 	@# The alert rules' unit tests (tests/deploy/test_observability.py) run Prometheus' promtool.
-	@case " $(MAKECMDGOALS) " in *" test "*) command -v promtool >/dev/null 2>&1 || { \
+	@case " $(MAKECMDGOALS) " in *" test "*|*" test-e2e "*) command -v promtool >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		--no-install-recommends prometheus >/dev/null; } ;; esac
 

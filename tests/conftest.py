@@ -15,6 +15,8 @@ from docq.config import Settings
 from docq.store import JobStore, connection
 from docq.store.tenants import Tenants
 
+pytest_plugins = ["tests.tiers"]  # the tiers' markers and the hook that checks them
+
 MODEL_REPOSITORY = REPO / "model_repository"
 TENANT = "tests"  # the tenant of the `api` client's key
 

@@ -16,7 +16,7 @@ from docq.jobs import JobStatus
 from docq.text.tokenizing import load_tokenizer, tokenize
 from docq.text.windowing import WindowSpec, window_count
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

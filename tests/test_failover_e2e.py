@@ -30,7 +30,7 @@ from docq.config import Settings
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 MODEL = "doc-type"
 N = 600
@@ -80,7 +80,6 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.mark.timeout(1800)  # three tritonserver starts and 700 documents on a busy box
 def stubs_of(server: int) -> list[psutil.Process]:
     """Python-backend stubs started by the tritonserver of pid `server` (their arguments
     name it), alive or orphaned."""
@@ -93,6 +92,7 @@ def stubs_of(server: int) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.timeout(1800)  # three tritonserver starts and 700 documents on a busy box
 def test_a_killed_triton_loses_no_document_and_is_taken_back_after_its_restart(
     redis_url: str, tmp_path: Path
 ) -> None:

@@ -19,7 +19,7 @@ from docq.jobs import JobStatus
 from docq.queue import bulk_lane
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 SHARD = 16  # documents per shard: B's 2 shards are more than the small-job lane takes (16)
 BIG_SHARDS = 40

@@ -23,9 +23,10 @@ from devstack.services import api_server, celery_worker, free_port, redis_server
 from docq.config import Settings
 from docq.store import JobStore
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
+from tests.polling import until
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 DOCUMENTS = 600
 OUTAGE_S = 10
@@ -34,8 +35,7 @@ OUTAGE_S = 10
 def kill_redis(url: str) -> None:
     pid = redis.Redis.from_url(url).info("server")["process_id"]
     os.kill(pid, signal.SIGKILL)
-    while redis_answers(url):
-        time.sleep(0.05)
+    until(lambda: not redis_answers(url), "the killed Redis to stop answering", 30)
 
 
 def redis_answers(url: str) -> bool:
@@ -83,8 +83,8 @@ def test_a_redis_crash_mid_job_loses_no_accepted_job_and_the_api_answers_503(
             created = api.post("/v1/jobs", json=upload)
             assert created.status_code == 202, created.text
             job_id = created.json()["id"]
-            while (done := store.get_job(job_id).documents_done) < 64:
-                time.sleep(0.1)
+            until(lambda: store.get_job(job_id).documents_done >= 64, "64 documents", 600)
+            done = store.get_job(job_id).documents_done
             kill_redis(redis_url)
             assert done < DOCUMENTS  # the crash came mid-job
 

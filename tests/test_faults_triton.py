@@ -28,9 +28,10 @@ from devstack.services import REPO, celery_worker, free_port, redis_server, wait
 from docq.config import Settings
 from docq.store import JobStore
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
+from tests.polling import until
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 DOCUMENTS = 600
 
@@ -98,8 +99,7 @@ def test_a_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(
 
                 created = api.post("/v1/jobs", json={"documents": docs}).json()
                 job_id = created["id"]
-                while store.get_job(job_id).documents_done < 64:
-                    time.sleep(0.1)
+                until(lambda: store.get_job(job_id).documents_done >= 64, "64 documents", 600)
                 kill(server)
                 ready = api.get("/readyz")
                 assert ready.status_code == 200  # the API still serves

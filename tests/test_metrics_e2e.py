@@ -25,7 +25,7 @@ from tests.conftest import settings_env, tenant_headers
 from tests.receiver import Receiver
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 MODEL = "doc-type"
 

@@ -30,7 +30,7 @@ from docq.config import Settings
 from docq.jobs import JobStatus
 from tests.conftest import MODEL_REPOSITORY, link_model, settings_env, tenant_headers
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 SLOW_LOAD_S = 6  # how long doc-lang-slow's initialize() sleeps: a window to submit a job in
 

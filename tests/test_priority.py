@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from corpus.doc_type import generate
 from tests.test_e2e import wait_until_final
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 
 def test_a_small_job_overtakes_a_running_bulk_job(

@@ -20,10 +20,11 @@ from corpus.doc_type import generate
 from devstack.services import free_port
 from docq import keys
 from docq.config import Settings
+from docq.store import JobStore
 from tests.receiver import HANG, Receiver
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "webhooks_worker")]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("worker", "webhooks_worker")]
 
 FINAL = {"delivered", "failed", "dead_lettered"}
 
@@ -176,9 +177,14 @@ def test_cancel_mid_job_fires_job_cancelled_once_and_keeps_finished_results(
         assert cancelled.json()["status"] == "cancelled"
         assert api.delete(f"/v1/jobs/{created['id']}").json()["status"] == "cancelled"
 
-        # a barrier: the cpu worker takes shards in order, so once a later job is done,
+        # a barrier: the cpu worker takes a lane's shards in order, so once a later bulk job
+        # of the same tenant (the same lane: one document more than a small job) is done,
         # every remaining shard of the cancelled one has been taken (and skipped)
-        later = api.post("/v1/jobs", json={"documents": documents(1)}).json()
+        bulk = documents(settings.small_job_max_documents + 1, seed=4)
+        later = api.post("/v1/jobs", json={"documents": bulk}).json()
+        assert (
+            not JobStore.from_url(redis_url, shard_size=8, ttl_s=60).get_job(later["id"]).priority
+        )  # the bulk lane
         wait_until_final(api, later["id"])
         hook = wait_delivery(api, created["id"])
 

@@ -37,11 +37,12 @@ def job_id(redis_url: str) -> str:
 def no_job_created(api: TestClient, redis_url: str, job_id: str) -> Iterator[None]:
     r = redis.Redis.from_url(redis_url)
     before = set(r.keys("docq:job:{*}"))  # job records only: other jobs' keys may come and go
-    lanes = api.app.state.resources.settings.bulk_lanes
-    queued = queue_lengths(r, lanes)
+    settings = api.app.state.resources.settings
+    broker = redis.Redis.from_url(settings.celery_broker_url)  # no worker reads it (conftest)
+    queued = queue_lengths(broker, settings.bulk_lanes)
     yield
     assert set(r.keys("docq:job:{*}")) == before, "a refused upload created a job"
-    assert queue_lengths(r, lanes) == queued, "a refused upload enqueued tasks"
+    assert queue_lengths(broker, settings.bulk_lanes) == queued, "a refused upload enqueued tasks"
 
 
 def error_of(resp) -> dict:

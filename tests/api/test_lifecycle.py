@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import redis
@@ -11,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from docq.config import Settings
 from tests.api.test_webhooks import app_with
+from tests.polling import until
 
 DOCS = [
     {"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"},
@@ -103,8 +103,7 @@ def test_an_expired_job_answers_404_and_leaves_nothing(settings: Settings, redis
         created = api.post("/v1/jobs", json=body, headers=headers).json()
         job_id = created["id"]
         assert api.get(f"/v1/jobs/{job_id}").status_code == 200
-        while api.get(f"/v1/jobs/{job_id}").status_code == 200:
-            time.sleep(0.1)
+        until(lambda: api.get(f"/v1/jobs/{job_id}").status_code == 404, "the job to expire", 30)
         for resp in (
             api.get(f"/v1/jobs/{job_id}"),
             api.get(f"/v1/jobs/{job_id}/results"),

@@ -13,7 +13,7 @@ from devstack.services import redis_server
 from docq.config import Settings
 from tests.conftest import tenant_headers
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 
 def cancelled(api: TestClient) -> float:

@@ -15,7 +15,7 @@ from api.uploads import NDJSON
 from docq.config import Settings
 from tests.conftest import tenant_headers
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 # The schema as the app publishes it at /openapi.json (building it starts nothing).
 schema = schemathesis.openapi.from_dict(create_app().openapi())

@@ -51,6 +51,7 @@ def test_batches_are_the_packers_within_the_served_limits() -> None:
     ],
     ids=["onnx-cpu-fused", "openvino-cpu"],
 )
+@pytest.mark.build
 def test_variants_run_the_runtimes_own_code(
     tiny_checkpoint: Path, tmp_path: Path, target: convert.Target
 ) -> None:

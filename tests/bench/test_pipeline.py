@@ -167,7 +167,7 @@ def baseline_url(
         yield url
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_tuned_baseline_workers_run_the_threads_they_were_given(baseline_url: str) -> None:
     pids = set()
     for _ in range(20):  # both Gunicorn workers answer, each with one torch thread
@@ -180,7 +180,7 @@ def test_tuned_baseline_workers_run_the_threads_they_were_given(baseline_url: st
     assert answer["id"] == "d" and answer["windows"] >= 1
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_the_baseline_classifies_every_document(baseline_url: str) -> None:
     import asyncio
 

@@ -27,8 +27,9 @@ from devstack.services import api_server, free_port, stop, wait_for
 from devstack.stack import REPO
 from docq.config import Settings
 from tests.conftest import settings_env, tenant_headers
+from tests.tiers import missing_tool
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (make system); never a downloaded one
 # Flags that work on these machines; Playwright adds --headless and a fresh user-data-dir.
@@ -48,7 +49,7 @@ ELSEWHERE = re.compile(r"^(?!https?://127\.0\.0\.1[:/])")  # any host but the lo
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed: `make test` installs it")
+        missing_tool("Debian's chromium", "make test installs it")
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

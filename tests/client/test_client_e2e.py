@@ -20,7 +20,7 @@ from devstack.stack import REPO
 from docq.config import Settings
 from tests.conftest import settings_env, tenant_headers
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 SAMPLES = sorted((REPO / "samples").glob("*.txt"))
 

@@ -90,6 +90,7 @@ def copy_heads(tmp_path: Path, name: str, **changes: Any) -> Path:
     return heads
 
 
+@pytest.mark.build
 def test_doc_type_takes_the_records_gate_for_the_file_it_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,6 +107,7 @@ def test_doc_type_takes_the_records_gate_for_the_file_it_names(
     assert report["onnx_vs_torch_max_abs_logit_diff"] <= demo.MAX_LOGIT_DIFF  # type: ignore[operator]
 
 
+@pytest.mark.build
 def test_doc_type_gates_a_file_the_record_does_not_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -127,6 +129,7 @@ def test_doc_type_gates_a_file_the_record_does_not_name(
     assert json.loads((heads / f"{demo.NAME}.json").read_text())["onnx_sha256"] == "0" * 64
 
 
+@pytest.mark.build
 def test_doc_lang_gates_a_file_the_record_does_not_name(tmp_path: Path) -> None:
     """doc-lang's held-out pass is short (ONNX Runtime, 256-token windows): it runs for real."""
     heads = copy_heads(tmp_path, demo_lang.NAME, onnx_sha256="0" * 64)

@@ -18,6 +18,8 @@ from conversion.checkpoint import load_checkpoint
 from corpus.doc_type import LABELS
 from docq.text.tokens import TOKENIZER_FILES
 
+pytestmark = pytest.mark.build  # every test here exports or converts a model (tests/tiers.py)
+
 
 @pytest.fixture(scope="module")
 def staged(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> convert.Staged:

@@ -149,7 +149,7 @@ def test_served_runtime_computes_what_onnx_runtime_computes(
     np.testing.assert_allclose(got, export.run(session, batch), atol=1e-4)
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_triton_serves_the_model_as_onnx_runtime_computes_it(
     triton_url: str, session: export.ort.InferenceSession, windows: list[Window]
 ) -> None:

@@ -9,6 +9,8 @@ import pytest
 
 from conversion.package import publish_version
 
+pytestmark = pytest.mark.build  # every test here exports or converts a model (tests/tiers.py)
+
 
 def _writer(content: str) -> Callable[[Path], None]:
     def fill(folder: Path) -> None:

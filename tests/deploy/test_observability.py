@@ -21,6 +21,7 @@ import yaml
 from prometheus_client import REGISTRY, Metric
 
 from docq.config import REPO_ROOT
+from tests.tiers import missing_tool
 
 OBSERVABILITY = REPO_ROOT / "deploy" / "observability"
 K8S = REPO_ROOT / "deploy" / "k8s"
@@ -236,7 +237,7 @@ def test_files_parse(path: Path) -> None:
 def promtool(*args: str, cwd: Path = OBSERVABILITY) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("promtool")
     if exe is None:
-        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+        missing_tool("promtool", "Debian: apt-get install prometheus; make test installs it")
     return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
 
 

@@ -168,7 +168,7 @@ def _wait_unloaded(control: ModelControl, name: str) -> None:
     wait_for(lambda: _state(control, name) is ModelState.UNLOADED, 60, f"{name} unloaded")
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_startup_model_is_loaded_and_warmed_the_others_wait(control: ModelControl) -> None:
     states = {n: s.state for n, s in control.statuses().items()}
     assert states["tiny-a"] is ModelState.READY
@@ -176,7 +176,7 @@ def test_startup_model_is_loaded_and_warmed_the_others_wait(control: ModelContro
     assert control.last_used_ms()["tiny-a"] > 0  # the warm-up sample ran at load
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_a_model_loads_on_first_use_and_its_load_time_is_measured(
     control: ModelControl,
 ) -> None:
@@ -191,7 +191,7 @@ def test_a_model_loads_on_first_use_and_its_load_time_is_measured(
     assert (REGISTRY.get_sample_value("docq_model_load_seconds_sum", {"model": "tiny-b"}) or 0) > 0
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_least_recently_used_unpinned_model_is_unloaded(control: ModelControl) -> None:
     lru = _with(control, max_loaded=2)
     lru.ensure_ready("tiny-b")
@@ -207,7 +207,7 @@ def test_least_recently_used_unpinned_model_is_unloaded(control: ModelControl) -
     assert unloads is not None and unloads >= 1
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_pinned_model_stays_even_when_it_alone_exceeds_the_cap(control: ModelControl) -> None:
     pinned_only = _with(control, max_loaded=1)
     pinned_only.ensure_ready("tiny-b")
@@ -217,7 +217,7 @@ def test_pinned_model_stays_even_when_it_alone_exceeds_the_cap(control: ModelCon
     assert _state(control, "tiny-c") is ModelState.READY  # needed now: kept
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_a_model_in_use_is_not_unloaded(control: ModelControl) -> None:
     patient = _with(control, max_loaded=2, idle_s=3600)
     patient.ensure_ready("tiny-b")
@@ -225,7 +225,7 @@ def test_a_model_in_use_is_not_unloaded(control: ModelControl) -> None:
     assert {_state(control, m) for m in MODELS} == {ModelState.READY}
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_memory_budget_unloads_to_fit(control: ModelControl) -> None:
     one = control.size_mb("tiny-b")
     assert one > 1  # the model's files: what a resident copy is estimated to take
@@ -236,13 +236,13 @@ def test_memory_budget_unloads_to_fit(control: ModelControl) -> None:
     assert _state(control, "tiny-c") is ModelState.READY
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_unknown_model_is_a_permanent_error(control: ModelControl) -> None:
     with pytest.raises(UnknownModel, match="nope"):
         control.ensure_ready("nope")
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_without_explicit_control_a_missing_model_is_retried_not_loaded(
     control: ModelControl,
 ) -> None:

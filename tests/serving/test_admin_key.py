@@ -26,7 +26,7 @@ from docq.model_control import (
 from serving.server import restrictions
 from tests.conftest import link_model
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 KEY = "admin-key-for-tests"
 MODEL = "doc-lang"  # not a startup model: loaded only when asked

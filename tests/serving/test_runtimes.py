@@ -23,7 +23,7 @@ from conversion.checkpoint import load_checkpoint
 from devstack.services import triton_server
 from serving.server import wheel_root
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 MODELS = {
     "tiny-onnx": convert.Target("tiny-onnx", "onnx-cpu", max_seq_len=128, threads=1),

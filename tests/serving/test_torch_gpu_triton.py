@@ -30,7 +30,7 @@ import torch
 from tests.tiny import tiny_bert
 
 pytestmark = [
-    pytest.mark.integration,
+    pytest.mark.e2e,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 LABELS = ("a", "b", "c", "d")

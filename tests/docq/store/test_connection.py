@@ -40,6 +40,7 @@ CALLS: dict[str, Callable[[JobStore, str], Any]] = {
 
 
 @pytest.mark.parametrize("call", sorted(CALLS))
+@pytest.mark.faults
 def test_every_store_call_raises_store_unavailable_when_redis_is_down(
     dead_store: tuple[JobStore, str], call: str
 ) -> None:
@@ -50,6 +51,7 @@ def test_every_store_call_raises_store_unavailable_when_redis_is_down(
     assert not store.ping()
 
 
+@pytest.mark.faults
 def test_scripts_flushed_from_redis_are_loaded_again(tmp_path: Path) -> None:
     """A script cache miss (Redis restarted) is redis-py's to heal, not an outage."""
     with redis_server(tmp_path / "redis") as url:

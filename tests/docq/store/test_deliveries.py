@@ -13,6 +13,7 @@ from docq import keys
 from docq.errors import NotFound
 from docq.jobs import Attempt, DeliveryState, EventType, JobStatus
 from docq.store import Document, IdempotencyClaim, JobStore, WebhookTarget
+from tests.polling import until
 
 HOOK = WebhookTarget("https://hooks.example.com/docq", "whsec_" + "QUFB" * 8)
 
@@ -112,8 +113,7 @@ def test_every_key_of_a_job_expires_with_it(redis_url: str) -> None:
     job_pttl = store.r.pttl(keys.job(job.id))
     for key in (keys.results(job.id), keys.shards_done(job.id), keys.webhook(job.id)):
         assert 0 < store.r.pttl(key) <= job_pttl
-    while store.r.exists(keys.job(job.id)):
-        time.sleep(0.05)
+    until(lambda: not store.r.exists(keys.job(job.id)), "the job to expire", 30)
     with pytest.raises(NotFound):
         store.get_job(job.id)
     assert store.r.keys(f"docq:job:{{{job.id}}}*") == []

@@ -1,0 +1,26 @@
+"""bench/gpu/carried.py: every package a device module imports is there or travels."""
+
+from __future__ import annotations
+
+from bench.gpu import carried, pack
+
+
+def test_every_import_of_what_the_device_runs_is_there_or_carried() -> None:
+    assert carried.unmet() == []
+
+
+def test_a_wheel_left_out_is_named_with_who_imports_it_and_who_requires_it() -> None:
+    # the regression issue 19 found: the API's docs assets, and a dependency of a carried wheel
+    wheels = [p for p in pack.WHEELS if not p.startswith(("swagger-ui-bundle", "kombu"))]
+    problems = "\n".join(carried.unmet(wheels))
+    assert "import swagger_ui_bundle (api.docs)" in problems
+    assert "import kombu (" in problems
+    assert "celery==5.7.0 requires kombu" in problems
+
+
+def test_lazy_imports_inside_functions_are_followed() -> None:
+    # serving.server imports pytriton inside a function; conversion.convert imports
+    # openvino lazily: both are found (and excused in NOT_THERE with a reason)
+    found = carried.third_party_imports(("serving.server", "conversion.convert"))
+    assert {"pytriton", "openvino"} <= set(found)
+    assert set(carried.NOT_THERE) >= {"pytriton", "openvino", "tensorrt"}
