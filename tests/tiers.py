@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import sysconfig
 import threading
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ SERVICES = (
 )  # fmt: skip
 MODEL_SUFFIXES = (".onnx", ".plan", ".engine")
 ROOT = Path(__file__).resolve().parents[1]
+STDLIB = sysconfig.get_paths()["stdlib"]
 DEADLY = {signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM, signal.SIGINT}
 
 
@@ -92,19 +94,12 @@ class _Audit:
 
 
 def _sent_by_docq() -> bool:
-    """Whether the signal comes from the tests or the local stack (devstack/), not from a
-    library stopping helpers of its own (a converter's worker processes)."""
+    """Whether the signal comes from the tests or docq's own code (devstack/ stopping a
+    service), not from a library stopping helpers of its own (a converter's workers)."""
     frame = sys._getframe(2)  # the caller of os.kill (1 is the audit hook's __call__)
-    while frame is not None and Path(frame.f_code.co_filename).name in (
-        "subprocess.py",
-        "signal.py",
-    ):
-        frame = frame.f_back
-    if frame is None:
-        return False
-    return Path(frame.f_code.co_filename).is_relative_to(ROOT / "tests") or Path(
-        frame.f_code.co_filename
-    ).is_relative_to(ROOT / "devstack")
+    while frame is not None and frame.f_code.co_filename.startswith(STDLIB):
+        frame = frame.f_back  # subprocess.Popen.kill, signal helpers
+    return frame is not None and "site-packages" not in frame.f_code.co_filename
 
 
 def _service(argv: list[str]) -> str | None:
@@ -138,7 +133,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ]
     if missing:
         raise pytest.UsageError(
-            "tests that use a service fixture must be marked e2e (tests/tiers.py):\n  "
+            "tests that use a Celery worker fixture must be marked e2e (tests/tiers.py):\n  "
             + "\n  ".join(missing)
         )
 
