@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,16 +73,30 @@ def triton_server(
     extra: list[str] | None = None,
     env: dict[str, str] | None = None,
     ports: tuple[int, int, int] | None = None,
+    *,
+    models: Sequence[str] = (),
+    timeout: float = 180,
 ) -> Iterator[str]:
     """A real tritonserver serving `repository`; yields its gRPC address.
 
     `extra`: launcher options and tritonserver arguments (e.g. `--model-control explicit`);
     `env`: the launcher's environment (DOCQ_* settings such as DOCQ_MODEL_STARTUP);
     `ports`: its HTTP, gRPC and metrics ports (default: free ones), e.g. to start a server
-    again at the address of one that died.
+    again at the address of one that died;
+    `models`: exactly these models loaded at start (explicit model control, through the
+    launcher's own DOCQ_MODEL_* settings), and each of them ready before this yields;
+    `timeout`: the seconds the server (and `models`) may take to be ready: a bench's large
+    models take minutes to load and warm.
     """
     import tritonclient.grpc as grpcclient
 
+    if models:
+        env = {
+            **(os.environ if env is None else env),
+            "DOCQ_MODEL_CONTROL": "explicit",
+            "DOCQ_MODEL_STARTUP": ",".join(models),
+            "DOCQ_MODEL_PINNED": "",
+        }
     http, grpc, metrics = ports or (free_port(), free_port(), free_port())
     cmd = stack.triton(
         "--http-port",
@@ -105,7 +119,11 @@ def triton_server(
     url = f"127.0.0.1:{grpc}"
     try:
         client = grpcclient.InferenceServerClient(url)
-        wait_for(client.is_server_ready, 180, f"tritonserver (log: {log})", proc)
+
+        def ready() -> bool:
+            return bool(client.is_server_ready()) and all(client.is_model_ready(m) for m in models)
+
+        wait_for(ready, timeout, f"tritonserver (log: {log})", proc)
         client.close()
         yield url
     finally:

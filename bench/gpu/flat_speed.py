@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.gpu.serve import build_checkpoint, windows
+from bench.gpu.model import build_checkpoint
+from bench.gpu.shapes import windows
 from serving import pb_stub
 
 RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"

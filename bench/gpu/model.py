@@ -1,31 +1,120 @@
-"""The GPU bench's model: a random RoBERTa-large-shaped classifier published for Triton."""
+"""The GPU benches' model: a random RoBERTa-large-shaped classifier, published for Triton as
+`docq convert --runtime torch-gpu` lays it out, in variants of the converter's Target."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from docq.config import REPO_ROOT
-from docq.text.tokenizing import load_tokenizer
 
 DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 MODEL = "roberta-large-doc"
+LABELS = ("invoice", "receipt", "contract", "letter", "report", "other")
+MAX_BATCH, MAX_LEN, VOCAB = 64, 512, 50265
+PARAM = "param."  # a variant's `param.sdpa_backend=cudnn`: a config parameter, not a field
+
+
+@dataclass
+class Variant:
+    """One served model: a name, the Target fields and the runtime parameters it overrides."""
+
+    name: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        name, _, rest = text.partition(":")
+        overrides: dict[str, Any] = {}
+        for item in filter(None, rest.split(",")):
+            key, _, value = item.partition("=")
+            overrides[key] = int(value) if value.lstrip("-").isdigit() else value
+        return cls(name, overrides)
+
+
+def roberta_config(tiny: bool) -> Any:
+    """RoBERTa-large's shape with 6 labels (or a 2-layer one for a CPU rehearsal)."""
+    from transformers import RobertaConfig
+
+    size = (
+        {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}
+        if tiny
+        else {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16}
+    )
+    return RobertaConfig(
+        vocab_size=VOCAB,
+        intermediate_size=4 * size["hidden_size"],
+        max_position_embeddings=MAX_LEN + 2,
+        type_vocab_size=1,
+        num_labels=len(LABELS),
+        id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)},
+        **size,
+    )
+
+
+def build_checkpoint(folder: Path, tiny: bool, device: str) -> dict[str, int]:
+    """Save a random RoBERTa classifier (large, or tiny for a CPU rehearsal) in `folder`."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    config = roberta_config(tiny)
+    torch.manual_seed(0)
+    dtype = torch.float16 if device.startswith("cuda") else torch.float32
+    with torch.device(device):  # random init on the GPU: seconds, not a minute
+        model = AutoModelForSequenceClassification.from_config(config, dtype=dtype)
+    model.eval().save_pretrained(folder, safe_serialization=True)
+    del model
+    return {
+        k: getattr(config, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads")
+    }
+
+
+def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool) -> Any:
+    """`repo/<variant>/1/` as docq convert lays out a torch-gpu model; its ModelConfig."""
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    from conversion import convert, pbtxt
+    from serving import runtimes
+
+    fields_ = {k: v for k, v in variant.overrides.items() if not k.startswith(PARAM)}
+    target = convert.Target(
+        variant.name, "torch-gpu", max_batch_size=MAX_BATCH, max_seq_len=MAX_LEN, **fields_
+    )
+    config = pbtxt.build(target.classifier_config(len(LABELS)))
+    for key, value in variant.overrides.items():  # runtime parameters Target has no field for
+        if key.startswith(PARAM):
+            config.parameters[key.removeprefix(PARAM)].string_value = str(value)
+    if not on_gpu:  # the CPU rehearsal: the same runtime file, an instance of kind CPU
+        config.instance_group[0].kind = mc.ModelInstanceGroup.KIND_CPU
+    model_dir = repo / variant.name
+    version = model_dir / "1"
+    version.mkdir(parents=True)
+    for path in checkpoint.iterdir():  # hard links: one copy of the weights on disk
+        os.link(path, version / path.name)
+    runtimes.install("torch_gpu", version)
+    pbtxt.write(config, model_dir / "config.pbtxt")
+    (model_dir / "labels.txt").write_text("".join(f"{x}\n" for x in LABELS), encoding="utf-8")
+    return config
 
 
 def build_model(work: Path, tiny: bool, on_gpu: bool) -> tuple[Path, Path, dict[str, Any]]:
-    """A random RoBERTa classifier of bench/gpu/serve.py's shape with the demo tokenizer's
-    vocabulary, published as `docq convert --runtime torch-gpu` lays it out (serve.py's
-    publish_variant) with the tokenizer beside it; (repository, checkpoint, facts)."""
+    """The pipeline bench's model: a random RoBERTa classifier of roberta_config's shape with
+    the demo tokenizer's vocabulary, published by publish_variant with the tokenizer beside
+    it; (repository, checkpoint, facts)."""
     import torch
     from google.protobuf import json_format
     from transformers import AutoModelForSequenceClassification
 
-    from bench.gpu import serve
+    # imported here: the serve bench's client processes import this module, not transformers
+    from docq.text.tokenizing import load_tokenizer
 
     tok = load_tokenizer(DEMO_TOKENIZER)
-    config = serve.roberta_config(tiny)
+    config = roberta_config(tiny)
     # Real documents tokenize: the demo tokenizer's ids index the embeddings, its [PAD] is
     # the padding index RoBERTa derives position ids from.
     config.vocab_size = len(tok)
@@ -43,7 +132,7 @@ def build_model(work: Path, tiny: bool, on_gpu: bool) -> tuple[Path, Path, dict[
     for f in DEMO_TOKENIZER.iterdir():  # the old service loads its tokenizer from here
         shutil.copy2(f, checkpoint / f.name)
     repo = work / "repo"
-    served = serve.publish_variant(repo, checkpoint, serve.Variant(MODEL), on_gpu)
+    served = publish_variant(repo, checkpoint, Variant(MODEL), on_gpu)
     shutil.copytree(DEMO_TOKENIZER, repo / MODEL / "tokenizer")
     facts = {
         "name": MODEL,
@@ -51,7 +140,7 @@ def build_model(work: Path, tiny: bool, on_gpu: bool) -> tuple[Path, Path, dict[
         "hidden": config.hidden_size,
         "heads": config.num_attention_heads,
         "vocab": config.vocab_size,
-        "labels": list(serve.LABELS),
+        "labels": list(LABELS),
         "config": json_format.MessageToDict(served),
         "runtime_sha256": hashlib.sha256(
             (REPO_ROOT / "serving" / "runtimes" / "torch_gpu.py").read_bytes()

@@ -156,7 +156,8 @@ def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out
 def run_gpu(run: Run, work: Path) -> dict[str, int]:
     import torch
 
-    from bench.gpu.serve import Variant, start_server, wait_ready
+    from bench.gpu.model import Variant
+    from devstack.services import triton_server
 
     repo = work / "repo"
     checkpoints = {name: restore(name, work) for name in MODELS}
@@ -166,18 +167,13 @@ def run_gpu(run: Run, work: Path) -> dict[str, int]:
         for v in variants:
             publish(repo, f"{name}-{v.name}", checkpoint, torch.cuda.is_available(), v.overrides)
             served.append(f"{name}-{v.name}")
-    proc, url = start_server(repo, served, run.out / "triton.log")
     codes = {}
-    try:
-        wait_ready(proc, url, served, 300)
+    with triton_server(repo, run.out / "triton.log", models=served, timeout=300) as url:
         for name, checkpoint in checkpoints.items():
             t = time.perf_counter()
             candidates = [f"triton:{url}/{name}-{v.name}" for v in variants]
             codes[name] = validate(run, checkpoint, candidates, name, f"{name}-{run.n}-triton")
             print(f"{name}: exit {codes[name]} in {time.perf_counter() - t:.0f} s", flush=True)
-    finally:
-        proc.terminate()
-        proc.wait(60)
     return codes
 
 

@@ -1,6 +1,6 @@
 """Where the torch-gpu runtime's time goes, in-process on the GPU: one lever at a time.
 
-On the RoBERTa-large-shaped model of bench/gpu/serve.py (FP16, random weights), measured
+On the RoBERTa-large-shaped model of bench/gpu/model.py (FP16, random weights), measured
 with CUDA events (median of --repeat after a warm-up):
 
 - attention mask or none (SDPA's flash kernel needs none), eager and as CUDA graphs;
@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.gpu.serve import roberta_config, windows
+from bench.gpu.model import roberta_config
+from bench.gpu.shapes import windows
 from serving import pb_stub
 
 RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"

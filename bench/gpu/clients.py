@@ -1,0 +1,182 @@
+"""The serve bench's clients of tritonserver, over gRPC: one request at a time, a sweep of
+requests in flight from a pool of client processes (each with threads, each thread one
+request at a time), the parity of served logits, and Triton's batch statistics."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import statistics
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from bench.gpu.model import LABELS
+from bench.gpu.shapes import Shape, parity_batches, real_tokens, windows
+
+_CLIENTS: dict[tuple[str, int], Any] = {}
+
+
+def _client(url: str, slot: int) -> Any:
+    """This process's gRPC client number `slot` of `url`, made on first use (after spawn)."""
+    import tritonclient.grpc as grpcclient
+
+    key = (url, slot)
+    if key not in _CLIENTS:
+        _CLIENTS[key] = grpcclient.InferenceServerClient(url)
+    return _CLIENTS[key]
+
+
+def _inputs(rows: int, length: int, last: float, seed: int) -> list[Any]:
+    return _tensors(*windows(rows, length, seed, last))
+
+
+def _tensors(ids: np.ndarray, mask: np.ndarray) -> list[Any]:
+    """The gRPC inputs of one request."""
+    import tritonclient.grpc as grpcclient
+
+    inputs = []
+    for name, array in (("input_ids", ids), ("attention_mask", mask)):
+        tensor = grpcclient.InferInput(name, list(array.shape), "INT64")
+        tensor.set_data_from_numpy(array)
+        inputs.append(tensor)
+    return inputs
+
+
+def load_task(
+    task: tuple[str, str, int, int, float, int, float, float, float],
+) -> list[list[float]]:
+    """Run `threads` request loops from `start_at` (wall clock) for warm + seconds; per
+    thread, the latencies (ms) of the requests that ended inside the measured window."""
+    url, model, rows, length, last, threads, start_at, warm, seconds = task
+    results: list[list[float]] = [[] for _ in range(threads)]
+    errors: list[BaseException] = []
+
+    def loop(slot: int) -> None:
+        try:
+            client = _client(url, slot)
+            inputs = _inputs(rows, length, last, slot)
+            while time.time() < start_at:
+                time.sleep(0.001)
+            begin, end = start_at + warm, start_at + warm + seconds
+            while True:
+                t = time.time()
+                if t >= end:
+                    break
+                client.infer(model, inputs)
+                done = time.time()
+                if begin <= done < end:
+                    results[slot].append((done - t) * 1000)
+        except BaseException as exc:  # reported by the parent
+            errors.append(exc)
+
+    workers = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+class Load:
+    """A pool of client processes (spawned: gRPC does not survive fork)."""
+
+    def __init__(self, processes: int) -> None:
+        self.processes = processes
+        self.pool = mp.get_context("spawn").Pool(processes)
+
+    def run(
+        self, url: str, model: str, shape: Shape, in_flight: int, warm: float, seconds: float
+    ) -> dict[str, Any]:
+        procs = min(self.processes, in_flight)
+        per = [in_flight // procs + (1 if i < in_flight % procs else 0) for i in range(procs)]
+        start_at = time.time() + 0.3
+        tasks = [(url, model, *shape, n, start_at, warm, seconds) for n in per]
+        latencies = [ms for part in self.pool.map(load_task, tasks) for t in part for ms in t]
+        rows = shape[0]
+        return {
+            "in_flight": in_flight,
+            "requests": len(latencies),
+            "seq_s": round(len(latencies) * rows / seconds, 1),
+            "tokens_s": round(len(latencies) * real_tokens(shape) / seconds),
+            "p50_ms": round(statistics.median(latencies), 3) if latencies else None,
+            "p95_ms": round(float(np.percentile(latencies, 95)), 3) if latencies else None,
+        }
+
+    def close(self) -> None:
+        self.pool.terminate()
+
+
+def one_at_a_time(url: str, model: str, shape: Shape, n: int) -> dict[str, Any]:
+    """p50/p95 of `n` requests of `shape`, one after the other, after a checked first answer
+    and ten unmeasured ones."""
+    client = _client(url, 10_000)
+    inputs = _inputs(*shape, seed=1)
+    logits = client.infer(model, inputs).as_numpy("logits")
+    if logits is None or logits.shape != (shape[0], len(LABELS)) or not np.isfinite(logits).all():
+        raise RuntimeError(f"{model} answered {shape} with logits {logits!r}")
+    for _ in range(10):
+        client.infer(model, inputs)
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        client.infer(model, inputs)
+        times.append((time.perf_counter() - t) * 1000)
+    return {
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(float(np.percentile(times, 95)), 3),
+        "samples_ms": [round(t, 3) for t in times],
+    }
+
+
+def sweep(
+    load: Load,
+    url: str,
+    model: str,
+    shape: Shape,
+    levels: list[int],
+    warm: float,
+    seconds: float,
+    early_stop: bool = True,
+) -> list[dict[str, Any]]:
+    """seq/s at each number of requests in flight; with `early_stop`, until a level gains
+    less than 3% over the best before it (from the fourth level on)."""
+    points: list[dict[str, Any]] = []
+    for level in levels:
+        points.append(load.run(url, model, shape, level, warm, seconds))
+        print(f"  {model} {shape} x{level}: {points[-1]}", flush=True)
+        best = max(p["seq_s"] for p in points[:-1]) if len(points) > 1 else 0.0
+        if early_stop and len(points) >= 4 and points[-1]["seq_s"] < 1.03 * best:
+            break
+    return points
+
+
+def parity(url: str, model: str, reference: list[Any]) -> dict[str, Any]:
+    """The served logits against the FP32 reference: max |diff|, and label agreement."""
+    client = _client(url, 20_000)
+    diffs, same, rows = [], 0, 0
+    for (ids, mask), ref in zip(parity_batches(), reference, strict=True):
+        got = client.infer(model, _tensors(ids, mask)).as_numpy("logits")
+        expected = np.asarray(ref, dtype=np.float32)
+        diffs.append(float(np.abs(got - expected).max()))
+        same += int((got.argmax(1) == expected.argmax(1)).sum())
+        rows += len(expected)
+    return {
+        "windows": rows,
+        "max_abs_diff": round(max(diffs), 5),
+        "label_agreement": round(same / rows, 4),
+        "logit_range": round(float(np.ptp(np.concatenate([np.asarray(r) for r in reference]))), 3),
+    }
+
+
+def batch_stats(url: str, model: str) -> dict[str, int]:
+    """How many executions Triton ran at each batch size (rows), from its statistics."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(url)
+    stats = client.get_inference_statistics(model).model_stats
+    client.close()
+    return {str(b.batch_size): int(b.compute_infer.count) for s in stats for b in s.batch_stats}

@@ -1,0 +1,103 @@
+"""The serve bench's report: one row per shape (served against the old runtime), the
+targets it is held to, and the table and lines it prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.gpu.shapes import SHAPES, key
+
+TARGETS = {
+    "p50_ms_1x512": 2.5,  # (1,512) one at a time, p50 at most
+    "seq_s_7x512": 1600.0,  # (7,512) saturated, at least
+    "ratio_2x512": 14.0,  # (2,512) saturated over the old runtime, at least
+    # (7,512) with a 60%-long last row: tokens/s over full rows', at least (no padding cost)
+    "tokens_7x512p_over_full": 1.0,
+}
+
+
+def summarise(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per shape: served p50/p95, saturated seq/s, the old runtime, the ratio."""
+    default = result["variants"][0]["name"]
+    served = result["served"][default]
+    rows_out = []
+    for shape in SHAPES:
+        name = key(shape)
+        s, old = served[name], result["old_runtime"].get(key((*shape[:2], 1.0)))
+        best = max(s["sweep"], key=lambda p: p["seq_s"])
+        rows_out.append(
+            {
+                "shape": name,
+                "p50_ms": s["one_at_a_time"]["p50_ms"],
+                "p95_ms": s["one_at_a_time"]["p95_ms"],
+                "seq_s": best["seq_s"],
+                "tokens_s": best.get("tokens_s"),
+                "in_flight": best["in_flight"],
+                "old_p50_ms": old["p50_ms"],
+                "old_seq_s": old["seq_s"],
+                "ratio": round(best["seq_s"] / old["seq_s"], 2),
+            }
+        )
+    return rows_out
+
+
+def targets(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each of TARGETS: what the default variant got, and whether that meets it."""
+    by = {r["shape"]: r for r in table}
+    got = {
+        "p50_ms_1x512": by["1x512"]["p50_ms"],
+        "seq_s_7x512": by["7x512"]["seq_s"],
+        "ratio_2x512": by["2x512"]["ratio"],
+        "tokens_7x512p_over_full": round(by["7x512p"]["tokens_s"] / by["7x512"]["tokens_s"], 3),
+    }
+    return {
+        k: {
+            "target": TARGETS[k],
+            "got": v,
+            "met": v <= TARGETS[k] if k.startswith("p50") else v >= TARGETS[k],
+        }
+        for k, v in got.items()
+    }
+
+
+def show(result: dict[str, Any]) -> None:
+    """Print the table, the targets, one line per other variant and the parity checks."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"torch-gpu through tritonserver vs the old runtime — {result['device']}")
+    for col in (
+        "shape",
+        "p50 ms (1 at a time)",
+        "p95 ms",
+        "seq/s saturated (in flight)",
+        "real tokens/s",
+        "old FP32 eager ms",
+        "old seq/s",
+        "ratio",
+    ):
+        table.add_column(col, justify="right")
+    for r in result["table"]:
+        table.add_row(
+            r["shape"],
+            f"{r['p50_ms']:.2f}",
+            f"{r['p95_ms']:.2f}",
+            f"{r['seq_s']:,.0f} ({r['in_flight']})",
+            f"{r['tokens_s']:,}",
+            f"{r['old_p50_ms']:.2f}",
+            f"{r['old_seq_s']:,.1f}",
+            f"{r['ratio']:.1f}x",
+        )
+    console = Console(width=140)
+    console.print(table)
+    for name, t in result["targets"].items():
+        console.print(
+            f"{name}: {t['got']} (target {t['target']}) {'MET' if t['met'] else 'MISSED'}"
+        )
+    for v in result["variants"][1:]:
+        s = result["served"][v["name"]]
+        best = {k: max(x["seq_s"] for x in p["sweep"]) for k, p in s.items() if p["sweep"]}
+        lat = {k: p["one_at_a_time"]["p50_ms"] for k, p in s.items() if p["one_at_a_time"]}
+        console.print(f"variant {v['name']} {v['overrides']}: p50 {lat} seq/s {best}")
+    for name, check in result.get("parity", {}).items():
+        console.print(f"parity {name}: {check}")

@@ -1,0 +1,65 @@
+"""bench/gpu/serve.py's parts with no server: variants, requests and the report."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.gpu import serve, serve_report, shapes
+from bench.gpu.model import PARAM, Variant
+
+
+def test_a_variant_spec_gives_target_fields_and_runtime_parameters() -> None:
+    v = Variant.parse("fp8:precision=fp8,max_batch_size=32,param.sdpa_backend=cudnn")
+    assert v == Variant("fp8", {"precision": "fp8", "max_batch_size": 32, 
+                                f"{PARAM}sdpa_backend": "cudnn"})  # fmt: skip
+    assert Variant.parse("plain") == Variant("plain", {})
+    assert [x.name for x in serve.variants_of([])] == ["roberta-large"]
+    with pytest.raises(SystemExit, match="no Target field"):
+        serve.variants_of(["bad:no_such_field=1"])
+
+
+def test_a_partial_last_row_is_padded_and_counted_as_real_tokens() -> None:
+    ids, mask = shapes.windows(7, 512, seed=3, last=0.6)
+    assert ids.shape == mask.shape == (7, 512)
+    assert int(mask.sum()) == shapes.real_tokens((7, 512, 0.6)) == 6 * 512 + 307
+    assert (ids[-1, 307:] == 1).all() and (ids[:, 0] == 0).all()
+    assert [shapes.key(s) for s in shapes.SHAPES][-2:] == ["7x512", "7x512p"]
+    assert sum(len(ids) for ids, _ in shapes.parity_batches()) == 128
+
+
+def _result(seq_s: dict[str, float], p50_ms: float, old_seq_s: float) -> dict:
+    """A run's result as serve.main() records it, with only what the report reads."""
+    served = {
+        shapes.key(s): {
+            "one_at_a_time": {"p50_ms": p50_ms, "p95_ms": 2 * p50_ms},
+            "sweep": [
+                {"in_flight": 8, "seq_s": seq_s[shapes.key(s)] / 2, "tokens_s": 1},
+                {
+                    "in_flight": 16,
+                    "seq_s": seq_s[shapes.key(s)],
+                    "tokens_s": round(seq_s[shapes.key(s)] * shapes.real_tokens(s) / s[0]),
+                },
+            ],
+        }
+        for s in shapes.SHAPES
+    }
+    old = {shapes.key(s): {"p50_ms": 10.0, "seq_s": old_seq_s} for s in shapes.SHAPES}
+    return {"variants": [{"name": "d"}], "served": {"d": served}, "old_runtime": old}
+
+
+def test_the_report_takes_each_shapes_best_level_against_the_old_runtime() -> None:
+    seq_s = {"1x256": 900.0, "1x512": 500.0, "2x512": 1500.0, "7x512": 1750.0, "7x512p": 1700.0}
+    table = serve_report.summarise(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
+    by = {row["shape"]: row for row in table}
+    assert list(by) == [shapes.key(s) for s in shapes.SHAPES]
+    assert by["2x512"]["seq_s"] == 1500.0 and by["2x512"]["in_flight"] == 16
+    assert by["2x512"]["ratio"] == 15.0 and by["7x512p"]["old_seq_s"] == 100.0
+    got = serve_report.targets(table)
+    assert {k: t["met"] for k, t in got.items()} == {
+        "p50_ms_1x512": True,
+        "seq_s_7x512": True,
+        "ratio_2x512": True,
+        "tokens_7x512p_over_full": False,  # 1700 x 3379 real tokens < 1750 x 3584
+    }
+    slow = serve_report.targets(serve_report.summarise(_result(seq_s, 3.0, 200.0)))
+    assert not slow["p50_ms_1x512"]["met"] and not slow["ratio_2x512"]["met"]
