@@ -22,7 +22,7 @@ def ceiling_batches(windows: Sequence[Window], model: ModelSpec) -> list[Batch]:
     """The corpus's windows packed as docq's batcher packs them (the model's batch size and
     token budget), sorted over the whole corpus at once: the least padding this packer can
     give, so the ceiling never computes more than docq's workers."""
-    return pack(windows, model.max_batch_size, model.budget)
+    return pack(windows, model.max_batch_size, model.budget, ragged=model.ragged)
 
 
 def run_triton_alone(

@@ -177,6 +177,13 @@ def convert(
     ] = None,
     max_batch_size: Annotated[int, typer.Option(help="Windows per model execution.")] = 8,
     max_seq_len: Annotated[int, typer.Option(help="Tokens per window.")] = 512,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="torch-gpu flat: most real tokens per request, the workers' token budget "
+            "(default: max-batch-size x max-seq-len)."
+        ),
+    ] = None,
     stride: Annotated[int, typer.Option(help="Tokens two windows overlap by.")] = 64,
     aggregation: Annotated[str, typer.Option(help="mean or weighted.")] = "mean",
     opt_batch: Annotated[int, typer.Option(help="TensorRT: batch the engine is tuned for.")] = 2,
@@ -230,6 +237,7 @@ def convert(
         precision=precision,
         max_batch_size=max_batch_size,
         max_seq_len=max_seq_len,
+        max_tokens=max_tokens,
         stride=stride,
         aggregation=aggregation,
         opt_batch=opt_batch,

@@ -100,6 +100,13 @@ class Target:
     # torch-gpu flat: the FFN's GELU, exact (erf) or the tanh form fused into the GEMM's
     # epilogue (one pass fewer); the parity gate decides whether tanh may serve.
     gelu: str = "erf"
+    # torch-gpu flat: most real tokens in one request, the workers' token budget (written as
+    # the `token_budget` parameter). Flat runs real tokens only, so the workers count real
+    # ones, not rows x longest window. None: max_batch_size x max_seq_len, which a batch of
+    # max_batch_size windows never passes. Lower, with a larger max_batch_size, keeps a
+    # batch of long windows as short as before (latency, memory) while short windows fill
+    # more rows per request.
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
@@ -118,6 +125,16 @@ class Target:
             raise ValueError("fp8 needs the flat engine")
         if self.fuse and self.runtime not in ("onnx-cpu", "onnxruntime"):
             raise ValueError(f"fuse rewrites ONNX graphs: runtime {self.runtime} has none")
+        if self.max_tokens is not None and not self.ragged:
+            raise ValueError("max_tokens budgets real tokens: only torch-gpu's flat engine")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
+
+    @property
+    def ragged(self) -> bool:
+        """Triton may batch requests of different lengths: the runtime reads each request's
+        own tensors and runs their real tokens flat (torch-gpu's flat engine)."""
+        return self.runtime == "torch-gpu" and self.engine == "flat"
 
     @property
     def dtype(self) -> str:
@@ -152,6 +169,9 @@ class Target:
             extra["graph_max_batch"] = str(self.graph_max_batch)
             extra["engine"] = self.engine
             extra["gelu"] = self.gelu
+        if self.ragged:
+            budget = self.max_tokens or self.max_batch_size * self.max_seq_len
+            extra["token_budget"] = str(budget)  # real tokens (docq/text/packing.py)
         if self.runtime == "tensorrt":
             extra["profile"] = str(self.profile())
         return pbtxt.ClassifierConfig(
@@ -167,8 +187,7 @@ class Target:
             aggregation=self.aggregation,
             max_queue_delay_us=self.serving.max_queue_delay_us,
             instance_count=self.serving.instance_count,
-            # torch-gpu reads each request's own tensors (either engine joins them itself)
-            ragged=self.runtime == "torch-gpu" and self.engine == "flat",
+            ragged=self.ragged,
             extra_parameters=extra,
         )
 

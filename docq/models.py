@@ -26,9 +26,14 @@ class ModelSpec:
     labels: tuple[str, ...]
     tokenizer_dir: Path
     runtime: str
-    # Most padded tokens (rows x longest window) in one request: caps a batch of long
-    # windows below max_batch_size x max_seq_len when memory or latency needs it.
+    # Most tokens in one request: padded ones (rows x longest window), or real ones (the
+    # sum of the windows' lengths) for a ragged model. Caps a batch of long windows below
+    # max_batch_size x max_seq_len when memory or latency needs it.
     token_budget: int = 0  # 0: max_batch_size x max_seq_len
+    # The inputs allow ragged batches (torch-gpu's flat engine): the model runs each
+    # request's real tokens only, so padding costs it nothing and the budget counts real
+    # tokens: short windows pack more rows per request.
+    ragged: bool = False
     input_names: tuple[str, str] = ("input_ids", "attention_mask")
     output_name: str = "logits"
 
@@ -43,6 +48,9 @@ class ModelSpec:
         name = config["name"]
         params = {k: v.get("string_value", "") for k, v in config.get("parameters", {}).items()}
         folder = repository / name
+        # Ragged only if every input is: one padded input makes Triton batch equal shapes.
+        inputs = config.get("input", [])
+        ragged = bool(inputs) and all(i.get("allow_ragged_batch", False) for i in inputs)
         try:
             outputs = config["output"]
             label_file = outputs[0].get("label_filename") or "labels.txt"
@@ -61,6 +69,7 @@ class ModelSpec:
                 tokenizer_dir=folder / params.get("tokenizer", "tokenizer"),
                 runtime=params.get("runtime", ""),
                 token_budget=int(params.get("token_budget", "0")),
+                ragged=ragged,
                 output_name=outputs[0]["name"],
             )
         except (KeyError, ValueError, OSError) as exc:

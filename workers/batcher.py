@@ -10,13 +10,14 @@ jobs still fill batches, and keeps a bounded number of requests in flight to Tri
          └──── logits rows <───── max_batch_size and budget        requests outstanding)
 
 A batch leaves as soon as it is full (max_batch_size windows, or as many of the longest
-queued windows as the token budget allows). A partial batch leaves once its oldest window
-has waited `max_wait_s`, so a lone small job is never held longer than that. While every
-in-flight slot is taken the dispatcher waits for one, and windows queue up into fuller
-batches: the server's speed sets the pace (backpressure), and callers stop adding windows
-while `max_queued_windows` are waiting. Batches of a higher Triton priority leave first;
-within a priority, the batch holding the oldest window leaves first once it is overdue, so
-short windows are not starved by a stream of long ones.
+queued windows as the token budget allows: padded tokens, or real ones for a ragged model).
+A partial batch leaves once its oldest window has waited `max_wait_s`, so a lone small job
+is never held longer than that. While every in-flight slot is taken the dispatcher waits
+for one, and windows queue up into fuller batches: the server's speed sets the pace
+(backpressure), and callers stop adding windows while `max_queued_windows` are waiting.
+Batches of a higher Triton priority leave first; within a priority, the batch holding the
+oldest window leaves first once it is overdue, so short windows are not starved by a
+stream of long ones.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 from docq.errors import DocqError, InferenceUnavailable, ModelError, WindowsRejected
 from docq.models import ModelSpec
-from docq.text.packing import Batch, batch_fit, pack
+from docq.text.packing import Batch, batch_fit, is_full, pack
 from docq.text.windowing import Window
 from workers import metrics
 from workers.inference import Done, Logits
@@ -287,14 +288,17 @@ class Batcher:
 
 def _cut(queue: _Queue) -> list[tuple[list[_Item], bool]]:
     """The queue's windows, longest first, cut as the packer cuts them; each batch with
-    whether it is full (as many windows as its longest window allows)."""
+    whether it is full (a limit left the next window out, or it has room for none more)."""
     spec = queue.spec
     items = sorted(queue.items, key=lambda it: it.window.length, reverse=True)
+    lengths = [it.window.length for it in items]
+    limits = (spec.max_batch_size, spec.budget)
     out: list[tuple[list[_Item], bool]] = []
     start = 0
     while start < len(items):
-        fit = batch_fit(items[start].window.length, spec.max_batch_size, spec.budget)
-        batch = items[start : start + fit]
-        out.append((batch, len(batch) == fit))
+        ahead = lengths[start : start + spec.max_batch_size]
+        fit = batch_fit(ahead, *limits, ragged=spec.ragged)
+        full = fit < len(items) - start or is_full(ahead[:fit], *limits, ragged=spec.ragged)
+        out.append((items[start : start + fit], full))
         start += fit
     return out

@@ -152,7 +152,8 @@ def rebuilt_worker_batches(
     groups: dict[int, list[Window]] = {}
     for w in windows:
         groups.setdefault(w.doc // group, []).append(w)
-    return [b for g in sorted(groups) for b in pack(groups[g], spec.max_batch_size, spec.budget)]
+    limits = (spec.max_batch_size, spec.budget)
+    return [b for g in sorted(groups) for b in pack(groups[g], *limits, ragged=spec.ragged)]
 
 
 def run_triton_rebuilt(

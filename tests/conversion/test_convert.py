@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
+from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2 as mc
 from typer.testing import CliRunner
 
@@ -16,6 +17,7 @@ from client.cli import app
 from conversion import convert, export, parity, pbtxt
 from conversion.checkpoint import load_checkpoint
 from corpus.doc_type import LABELS
+from docq.models import ModelSpec
 from docq.text.tokens import TOKENIZER_FILES
 
 pytestmark = pytest.mark.build  # every test here exports or converts a model (tests/tiers.py)
@@ -84,6 +86,34 @@ def test_torch_gpu_serving_defaults_are_the_measured_ones() -> None:
     config = pbtxt.build(own.classifier_config(3))
     assert config.dynamic_batching.max_queue_delay_microseconds == 500
     assert [g.count for g in config.instance_group] == [2]
+
+
+def test_torch_gpu_flat_budgets_real_tokens_and_the_workers_read_it(tmp_path: Path) -> None:
+    flat = pbtxt.build(convert.Target("g", "torch-gpu", max_batch_size=16).classifier_config(3))
+    assert all(i.allow_ragged_batch for i in flat.input)
+    assert flat.parameters["token_budget"].string_value == str(16 * 512)
+    own = convert.Target("g", "torch-gpu", max_batch_size=64, max_tokens=4096)
+    config = pbtxt.build(own.classifier_config(3))
+    assert config.parameters["token_budget"].string_value == "4096"
+    # the workers' spec, from the config as Triton returns it (protobuf JSON)
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "labels.txt").write_text("a\nb\nc\n")
+    as_json = json_format.MessageToDict(config, preserving_proto_field_name=True)
+    spec = ModelSpec.from_triton_config(as_json, tmp_path)
+    assert (spec.ragged, spec.budget, spec.max_batch_size) == (True, 4096, 64)
+    for padded in (convert.Target("c", "onnx-cpu"), convert.Target("h", "torch-gpu", engine="hf")):
+        config = pbtxt.build(padded.classifier_config(3))
+        assert "token_budget" not in config.parameters
+        assert not any(i.allow_ragged_batch for i in config.input)
+
+
+def test_max_tokens_is_refused_where_batches_are_padded() -> None:
+    with pytest.raises(ValueError, match="only torch-gpu's flat engine"):
+        convert.Target("m", "onnx-cpu", max_tokens=4096)
+    with pytest.raises(ValueError, match="only torch-gpu's flat engine"):
+        convert.Target("m", "torch-gpu", engine="hf", max_tokens=4096)
+    with pytest.raises(ValueError, match=">= 1"):
+        convert.Target("m", "torch-gpu", max_tokens=0)
 
 
 def test_onnxruntime_build_is_a_platform_model(tiny_checkpoint: Path, tmp_path: Path) -> None:

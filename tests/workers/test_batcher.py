@@ -22,7 +22,7 @@ LABELS = ("a", "b", "c")
 POISON = 999  # a window starting with this token makes the fake server fail its batch
 
 
-def spec(max_batch_size: int = 8, token_budget: int = 0) -> ModelSpec:
+def spec(max_batch_size: int = 8, token_budget: int = 0, ragged: bool = False) -> ModelSpec:
     return ModelSpec(
         name="m",
         max_batch_size=max_batch_size,
@@ -33,6 +33,7 @@ def spec(max_batch_size: int = 8, token_budget: int = 0) -> ModelSpec:
         tokenizer_dir=__import__("pathlib").Path("."),
         runtime="test",
         token_budget=token_budget,
+        ragged=ragged,
     )
 
 
@@ -189,6 +190,51 @@ def test_batches_respect_max_batch_size_and_token_budget_across_callers() -> Non
         assert len(batch.rows) <= 4
         assert batch.computed_tokens <= 64
         assert batch.input_ids.shape[1] == max(int(m.sum()) for m in batch.attention_mask)
+
+
+def test_a_ragged_models_batches_are_cut_by_real_tokens() -> None:
+    server = FakeServer(hold=True)
+    b = Batcher(server.send, max_wait_s=0.0, max_in_flight=1)
+    s = spec(max_batch_size=32, token_budget=256, ragged=True)
+    blocker = Caller(b, [window(1, 10)], spec=s)
+    blocker.start()
+    server.wait_sent(1)
+    long = Caller(b, [window(2, 64), *(window(10 + i, 12) for i in range(9))], spec=s)
+    short = Caller(b, [window(30 + i, 12) for i in range(10)], spec=s)
+    long.start()
+    short.start()
+    wait_queued(b, 20)
+    server.hold = False
+    server.release()
+    for c in (blocker, long, short):
+        c.check()
+    batches = [batch for batch, _ in server.sent[1:]]
+    # 64 + 16 x 12 = 256 real tokens; padded to 64, 256 tokens would hold only 4 rows
+    assert sorted(len(batch.rows) for batch in batches) == [3, 17]
+    assert all(batch.real_tokens <= 256 for batch in batches)
+
+
+def test_a_ragged_batch_at_its_real_token_budget_leaves_at_once() -> None:
+    server = FakeServer()
+    b = Batcher(server.send, max_wait_s=3600.0)
+    full = Caller(b, [window(1, 60), window(2, 40)], spec=spec(token_budget=100, ragged=True))
+    full.start()
+    full.check()  # would wait an hour if the budget counted 2 x 60 padded tokens
+    assert [len(batch.rows) for batch, _ in server.sent] == [2]
+
+
+def test_a_ragged_batch_with_real_tokens_to_spare_waits_for_more_windows() -> None:
+    server = FakeServer()
+    b = Batcher(server.send, max_wait_s=1.0)
+    s = spec(token_budget=100, ragged=True)
+    first = Caller(b, [window(1, 60), window(2, 20)], spec=s)
+    first.start()
+    wait_queued(b, 2)  # 80 real tokens: padded to 60 they would already fill the budget
+    second = Caller(b, [window(3, 20)], spec=s)
+    second.start()
+    for c in (first, second):
+        c.check()
+    assert [len(batch.rows) for batch, _ in server.sent] == [3]
 
 
 def test_higher_priority_batches_leave_first() -> None:
