@@ -33,7 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.resources = resources
         app.state.scrape_registry = metrics.scrape_registry(
-            s.celery_broker_url, resources.catalog, lanes=s.bulk_lanes
+            s.celery_broker_url, resources.catalog, resources.store, lanes=s.bulk_lanes
         )
         # Everything imported and built so far lives as long as the process: move it out of
         # the garbage collector's reach. A full collection otherwise walks ~100k start-up

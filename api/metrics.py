@@ -4,8 +4,10 @@ The API counts what it does itself (jobs created and documents accepted by model
 api/submissions.py; model loads, docq.model_control). Queue depth and each Triton
 endpoint's readiness are read when Prometheus scrapes, so they are right whichever
 process enqueued or consumed: the length of each Celery queue (its Redis list, priority
-sub-lists included), the messages taken by a worker but not yet acknowledged, and
-is_server_ready() of every endpoint. Workers serve their own metrics (workers/metrics.py).
+sub-lists included), the messages taken by a worker but not yet acknowledged,
+is_server_ready() of every endpoint, and the job store's memory against its maxmemory (at
+the limit Redis refuses writes: uploads answer 503 store_full). Workers serve their own
+metrics (workers/metrics.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from prometheus_client.registry import Collector
 from docq.catalog import ModelCatalog
 from docq.metrics import registry
 from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, WEBHOOKS_QUEUE, consumed_queues
+from docq.store import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +99,39 @@ class TritonCollector(Collector):
         yield ready
 
 
-def scrape_registry(broker_url: str, catalog: ModelCatalog, *, lanes: int) -> CollectorRegistry:
+class StoreCollector(Collector):
+    """The job store's memory (Redis INFO), read at each scrape."""
+
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
+
+    def collect(self) -> Iterable[Metric]:
+        memory = self.store.memory()
+        if memory is None:  # Redis down: no numbers rather than wrong ones; /readyz says so
+            return
+        yield GaugeMetricFamily(
+            "docq_store_memory_used_bytes",
+            "Memory the job store's Redis uses (INFO used_memory).",
+            value=memory.used_bytes,
+        )
+        yield GaugeMetricFamily(
+            "docq_store_memory_max_bytes",
+            "The job store's maxmemory (0: no limit). Near it, Redis refuses writes and "
+            "uploads answer 503 store_full.",
+            value=memory.max_bytes,
+        )
+
+
+def scrape_registry(
+    broker_url: str, catalog: ModelCatalog, store: JobStore, *, lanes: int
+) -> CollectorRegistry:
     """The registry of what this API reads at scrape time (one per app: its own clients);
     `lanes`: the bulk_lanes setting."""
     scraped = CollectorRegistry(auto_describe=False)
     client = redis.Redis.from_url(broker_url, socket_timeout=2)
     scraped.register(QueueCollector(client, lanes=lanes))
     scraped.register(TritonCollector(catalog))
+    scraped.register(StoreCollector(store))
     return scraped
 
 

@@ -18,6 +18,7 @@
      └── RetryableError          the world may heal: Celery retries these with backoff
           ├── InferenceUnavailable   Triton unreachable, overloaded or timed out
           ├── StoreUnavailable       Redis unreachable
+          │    └── StoreFull          Redis at maxmemory: it refuses writes, reads still work
           ├── QueueUnavailable       the broker did not take a job's tasks
           └── Overloaded             the API is parsing all the uploads it may (429)
 
@@ -144,6 +145,14 @@ class StoreUnavailable(RetryableError):
     """Redis could not be reached."""
 
     code = "store_unavailable"
+
+
+class StoreFull(StoreUnavailable):
+    """Redis is at its maxmemory and refuses writes (reads still work); nothing was written."""
+
+    code = "store_full"
+    # Memory comes back as jobs expire (retention) or an operator adds some: not in seconds.
+    retry_after_s = 30
 
 
 class QueueUnavailable(RetryableError):

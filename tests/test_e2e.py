@@ -134,7 +134,7 @@ def test_health_and_readiness(api: TestClient) -> None:
     assert api.get("/healthz").json() == {"status": "ok"}
     ready = api.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json()["checks"] == {"redis": True, "triton": True}
+    assert ready.json()["checks"] == {"redis": True, "triton": True, "store_memory": True}
     assert b"docq_jobs_created_total" in api.get("/metrics/").content
 
 

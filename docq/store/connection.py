@@ -3,12 +3,16 @@
 Every command the store sends (plain, pipelined or a Lua script) goes through this client,
 so a Redis failure anywhere in the store surfaces as `StoreUnavailable`, a RetryableError:
 the API answers 503, a worker retries its shard. No raw `RedisError` leaves the store.
+A write refused because Redis is at its maxmemory (policy noeviction: "OOM command not
+allowed") is `StoreFull`, a StoreUnavailable whose message is docq's own: the store is full,
+not down, and reads go on working.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,11 +20,17 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, OutOfMemoryError
 
-from docq.errors import StoreUnavailable
+from docq.errors import StoreFull, StoreUnavailable
 
 LUA = Path(__file__).resolve().parent / "lua"
+
+# Redis refuses a write once its used memory, the write's own buffers included, passes
+# maxmemory, so a little below the limit an upload (a shard is kilobytes to megabytes) is
+# refused already, while a tiny write may still pass: from this fraction on the store is
+# reported full (/readyz), rather than flickering between full and not at the limit itself.
+FULL_AT = 0.98
 
 
 @contextmanager
@@ -29,6 +39,12 @@ def _translated() -> Iterator[None]:
         yield
     except NoScriptError:  # redis-py loads the script and retries by itself
         raise
+    except OutOfMemoryError as exc:  # a MULTI with one refused command applies none of them
+        raise StoreFull(
+            "the job store is full and accepts no new work until jobs expire or it is given "
+            "more memory; retry later",
+            {"retry_after_s": StoreFull.retry_after_s},
+        ) from exc
     except redis.RedisError as exc:
         raise StoreUnavailable("job store unavailable", f"{type(exc).__name__}: {exc}") from exc
 
@@ -72,3 +88,22 @@ def lua(name: str) -> str:
 def script(client: redis.Redis, name: str) -> Script:
     """lua/<name>.lua registered on `client` (sent by hash; loaded on first use)."""
     return client.register_script(lua(name))
+
+
+@dataclass(frozen=True, slots=True)
+class StoreMemory:
+    """How much memory the store's Redis uses, against its maxmemory (0: no limit)."""
+
+    used_bytes: int
+    max_bytes: int
+
+    @property
+    def full(self) -> bool:
+        """Whether Redis is at its limit, where it refuses writes (policy noeviction)."""
+        return self.max_bytes > 0 and self.used_bytes >= FULL_AT * self.max_bytes
+
+
+def memory(client: redis.Redis) -> StoreMemory:
+    """The store's memory now (INFO memory, which Redis answers even when full)."""
+    info = client.info("memory")
+    return StoreMemory(int(info["used_memory"]), int(info["maxmemory"]))

@@ -291,6 +291,13 @@ class JobStore:
         assert status is not None
         return status
 
+    def memory(self) -> connection.StoreMemory | None:
+        """The store's memory against its limit; None while Redis does not answer."""
+        try:
+            return connection.memory(self.r)
+        except StoreUnavailable:
+            return None
+
     def ping(self) -> bool:
         try:
             return bool(self.r.ping())

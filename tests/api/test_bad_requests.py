@@ -590,7 +590,7 @@ def test_the_server_is_up_and_ready_after_the_catalogue(client: httpx.Client) ->
     assert client.get("/healthz").status_code == 200
     ready = client.get("/readyz")
     assert ready.status_code == 200  # Triton is down here, which readiness does not require
-    assert ready.json()["checks"] == {"redis": True, "triton": False}
+    assert ready.json()["checks"] == {"redis": True, "triton": False, "store_memory": True}
     assert ready.json()["status"] == "degraded"
 
 

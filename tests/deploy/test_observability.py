@@ -21,6 +21,7 @@ import yaml
 from prometheus_client import REGISTRY, Metric
 
 from docq.config import REPO_ROOT
+from docq.store.connection import StoreMemory
 from tests.tiers import missing_tool
 
 OBSERVABILITY = REPO_ROOT / "deploy" / "observability"
@@ -96,18 +97,27 @@ class _Catalog:
         return {"triton:8001": True}
 
 
+class _Store:
+    def memory(self) -> StoreMemory:
+        return StoreMemory(used_bytes=1, max_bytes=2)
+
+
 def exported() -> set[str]:
     """Every sample name the API and the workers can export."""
     import api.main  # noqa: F401  (the API's counters, api/submissions.py)
     import workers.tasks  # noqa: F401  (the workers' metrics, model control's)
-    from api.metrics import QueueCollector, TritonCollector
+    from api.metrics import QueueCollector, StoreCollector, TritonCollector
 
     names: set[str] = set()
     for collector in list(REGISTRY._collector_to_names):  # every registered family
         describe = getattr(collector, "describe", None)
         for metric in (describe() if describe else None) or collector.collect():
             names |= _sample_names(metric)
-    collectors: list[Any] = [QueueCollector(_Redis()), TritonCollector(_Catalog())]  # type: ignore[arg-type]
+    collectors: list[Any] = [
+        QueueCollector(_Redis()),  # type: ignore[arg-type]
+        TritonCollector(_Catalog()),  # type: ignore[arg-type]
+        StoreCollector(_Store()),  # type: ignore[arg-type]
+    ]
     for collector in collectors:
         for metric in collector.collect():
             names |= _sample_names(metric)
@@ -158,6 +168,8 @@ def test_queries_name_only_metrics_that_exist() -> None:
         "docq_triton_request_errors_total",  # errors
         "docq_triton_ready",  # Triton unready
         "docq_webhook_attempts_total",  # webhook dead letters
+        "docq_store_memory_used_bytes",  # the job store filling up (issue 22)
+        "docq_store_memory_max_bytes",
     ):
         assert needed in used, f"nothing shows {needed}"
 
@@ -185,6 +197,7 @@ def test_alert_rules_cover_the_three_signals() -> None:
     assert "docq_queue_messages" in rules["DocqQueueGrowing"]["expr"]
     assert "docq_triton_ready" in rules["DocqTritonUnready"]["expr"]
     assert 'outcome="dead_lettered"' in rules["DocqWebhookDeadLetters"]["expr"]
+    assert "docq_store_memory_max_bytes > 0" in rules["DocqStoreFull"]["expr"]
     for name, rule in rules.items():
         assert rule["labels"]["severity"] in ("warning", "critical"), name
         assert rule["annotations"]["summary"], name
@@ -242,7 +255,8 @@ def promtool(*args: str, cwd: Path = OBSERVABILITY) -> subprocess.CompletedProce
 
 
 def test_promtool_fires_each_alert_when_it_should_and_not_before() -> None:
-    """alerts_test.yml: the queue growing for 10 minutes, an unready endpoint, a dead letter."""
+    """alerts_test.yml: the queue growing for 10 minutes, an unready endpoint, a dead letter,
+    the job store filling up and full."""
     done = promtool("test", "rules", "alerts_test.yml")
     assert done.returncode == 0, done.stdout + done.stderr
 
