@@ -107,7 +107,11 @@ def test_a_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(
                 kill(server)
                 ready = api.get("/readyz")
                 assert ready.status_code == 200  # the API still serves
-                assert ready.json()["checks"] == {"redis": True, "triton": False}
+                assert ready.json()["checks"] == {
+                    "redis": True,
+                    "triton": False,
+                    "store_memory": True,
+                }
                 assert ready.json()["status"] == "degraded"
                 outage_ends = time.monotonic() + outage_s
                 while time.monotonic() < outage_ends:  # reads stay up, nothing fails
