@@ -7,6 +7,7 @@ and the rollback that leaves nothing behind when a step fails. Routes parse and 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from prometheus_client import Counter
@@ -34,6 +35,13 @@ log = logging.getLogger(__name__)
 
 JOBS_CREATED = Counter("docq_jobs_created_total", "Jobs accepted", ["model"])
 DOCUMENTS_ACCEPTED = Counter("docq_documents_accepted_total", "Documents accepted", ["model"])
+
+# How long an upload whose Idempotency-Key is claimed by one still being stored waits for
+# that job (then answers with it) before a 409 asks the client to retry. Storing is one
+# transaction, milliseconds for most uploads and seconds for the largest; a longer wait
+# holds a thread of the API's pool per duplicate for as long.
+IDEMPOTENCY_WAIT_S = 10.0
+IDEMPOTENCY_POLL_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,21 +112,23 @@ def _create(
 ) -> JobRecord:
     """Store the job and enqueue its shards; on failure leave nothing behind (nor the key).
 
-    The Idempotency-Key is bound before the job is written, and the job is listed as not
-    yet enqueued in the write that creates it: if this process dies between the steps, the
-    sweeper (workers/sweeper.py) enqueues the job and a retry with the same key answers
-    with it, so the retry makes no second job.
+    The Idempotency-Key is bound in the transaction that writes the job, and the job is
+    listed as not yet enqueued in it: if this process dies after it, the sweeper
+    (workers/sweeper.py) enqueues the job and a retry with the same key answers with it, so
+    the retry makes no second job; an upload racing this one waits for it (`_claim`).
     """
     job_id = idempotency[1].job_id if idempotency else None
     try:
         _admit(deps, tenant, len(documents))
-        if idempotency is not None and not deps.store.idempotency.bind(
-            *idempotency, ttl_s=deps.store.ttl_s
-        ):
-            log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job_id)
         small = len(documents) <= deps.settings.small_job_max_documents
         job = deps.store.create_job(
-            model, documents, webhook=webhook, job_id=job_id, priority=small, tenant=tenant
+            model,
+            documents,
+            webhook=webhook,
+            job_id=job_id,
+            priority=small,
+            tenant=tenant,
+            idempotency=idempotency,
         )
         try:
             enqueue_shards(deps.celery, job, lanes=deps.settings.bulk_lanes)
@@ -162,26 +172,29 @@ def _admit(deps: Resources, tenant: str, documents: int) -> None:
 def _claim(deps: Resources, digest: str, claim: IdempotencyClaim) -> IdempotencyClaim | None:
     """Claim the key for this upload, or the earlier claim when it is the same request.
 
-    Raises IdempotencyKeyReused when the key came with a different request, Conflict while
-    the first request with it is still being stored.
+    An upload that finds the key claimed by the same request still being stored (two
+    clients, or a client's retry, racing) waits for that job and answers with it. Raises
+    IdempotencyKeyReused when the key came with a different request, Conflict when the
+    first request with it is not stored within IDEMPOTENCY_WAIT_S.
     """
-    for _ in range(3):
+    deadline = time.monotonic() + IDEMPOTENCY_WAIT_S
+    while time.monotonic() < deadline:
         earlier = deps.store.idempotency.claim(digest, claim)
         if earlier is None:
             return None
         if earlier.fingerprint != claim.fingerprint:
             raise IdempotencyKeyReused("this Idempotency-Key was used with a different request")
-        if not earlier.bound:
-            raise Conflict(
-                "the first request with this Idempotency-Key is still being processed; "
-                "retry it shortly"
-            )
+        if not earlier.bound:  # its job is being stored (or the upload fails and frees it)
+            time.sleep(IDEMPOTENCY_POLL_S)
+            continue
         try:
             deps.store.get_job(earlier.job_id)
             return earlier
         except NotFound:  # the job expired and its key is going with it: start afresh
             deps.store.idempotency.release(digest, earlier)
-    raise Conflict("this Idempotency-Key is contended; retry it shortly")
+    raise Conflict(
+        "the first request with this Idempotency-Key is still being processed; retry it shortly"
+    )
 
 
 def _replay(deps: Resources, earlier: IdempotencyClaim) -> JobCreated:

@@ -1,6 +1,8 @@
 """Idempotency-Keys on Redis: a key is claimed (SET NX) for an upload about to create its
-job, bound to the job once it exists (then it expires with the job), or released when the
-upload failed. Keys are stored as digests. Every Redis failure raises StoreUnavailable.
+job, bound to the job in the transaction that writes the job (then it expires with the
+job), or released when the upload failed. A bound key therefore always has its job (until
+both expire): an upload that finds the key unbound knows the first one is still storing.
+Keys are stored as digests. Every Redis failure raises StoreUnavailable.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import redis
+from redis.client import Pipeline
 
 from docq import keys
 from docq.store import connection
@@ -78,6 +81,13 @@ class IdempotencyKeys:
         an API process dying after writing the job leaves a key that answers with it."""
         key, job = keys.idempotency(digest), keys.job(claim.job_id)
         return bool(self._bind(keys=[key, job], args=[claim.encode(), ttl_s * 1000]))
+
+    def bind_in(self, pipe: Pipeline, digest: str, claim: IdempotencyClaim, ttl_s: int) -> None:
+        """Queue `bind` in `pipe`, the transaction that writes the job, so that the key is
+        bound exactly when the job exists; its reply (1, or 0: the claim was lost) comes
+        with the transaction's."""
+        key, job = keys.idempotency(digest), keys.job(claim.job_id)
+        self._bind(keys=[key, job], args=[claim.encode(), ttl_s * 1000], client=pipe)
 
     def release(self, digest: str, claim: IdempotencyClaim) -> None:
         """Free a key whose upload failed (bound or not), unless someone else holds it."""

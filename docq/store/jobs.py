@@ -14,6 +14,7 @@ Every Redis failure raises StoreUnavailable (connection.py).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 import uuid
@@ -29,8 +30,10 @@ from docq.jobs import DEFAULT_TENANT, DeliveryState, JobRecord, JobStatus
 from docq.store import connection
 from docq.store.codec import Document, decode, pack_shard, unpack_shard
 from docq.store.deliveries import Deliveries, WebhookTarget
-from docq.store.idempotency import IdempotencyKeys
+from docq.store.idempotency import IdempotencyClaim, IdempotencyKeys
 from docq.store.recovery import Recovery
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +100,12 @@ class JobStore:
         job_id: str | None = None,
         priority: bool = False,
         tenant: str = DEFAULT_TENANT,
+        idempotency: tuple[str, IdempotencyClaim] | None = None,
     ) -> JobRecord:
         """Store the documents in compressed shards, the job record (with its tenant) and
         its webhook, in one transaction, and count the job in the tenant's load; every key
-        expires after the retention time."""
+        expires after the retention time. `idempotency` (key digest, claim): the claimed
+        Idempotency-Key is bound to the job in the same transaction."""
         job_id = job_id or self.new_job_id()
         n_shards = math.ceil(len(documents) / self.shard_size)
         now = time.time()
@@ -142,7 +147,11 @@ class JobStore:
             p.zadd(keys.unenqueued(), {job_id: now})
             # Audited until found final: a shard whose message is lost is enqueued again.
             p.zadd(keys.active(), {job_id: now})
-            p.execute()
+            if idempotency is not None:
+                self.idempotency.bind_in(p, *idempotency, ttl_s=self.ttl_s)
+            replies = p.execute()
+        if idempotency is not None and not replies[-1]:
+            log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job_id)
         return self.get_job(job_id)
 
     def delete_job(self, job_id: str, shards: int) -> None:
