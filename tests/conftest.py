@@ -115,6 +115,29 @@ def api(settings: Settings, auth_headers: dict[str, str]) -> Iterator[TestClient
         yield client
 
 
+# The documents of the fault tests that compare with a fault-free run (Triton and Redis
+# outages): 600 one-window documents, classified once per session by `fault_free_labels`.
+FAULT_DOCUMENTS = 600
+
+
+def fault_documents() -> list[dict[str, str]]:
+    from corpus.doc_type import generate
+
+    return [{"id": d.id, "text": d.text[:300]} for d in generate(FAULT_DOCUMENTS, seed=91)]
+
+
+@pytest.fixture(scope="session")
+def fault_free_labels(api: TestClient, worker: object) -> list[tuple[str, str]]:
+    """(id, label) of every fault document from a fault-free run through the session's
+    stack: one reference for every fault test, not one each (the same model and code)."""
+    from tests.test_e2e import all_results, wait_until_final
+
+    job = api.post("/v1/jobs", json={"documents": fault_documents()}).json()
+    done, _ = wait_until_final(api, job["id"], timeout=900)
+    assert done["progress"] == {"documents_done": FAULT_DOCUMENTS, "documents_failed": 0}
+    return [(r["id"], r["label"]) for r in all_results(api, job["id"], limit=200)]
+
+
 @pytest.fixture
 def store(redis_url: str) -> JobStore:
     return JobStore.from_url(redis_url, shard_size=4, ttl_s=3600)

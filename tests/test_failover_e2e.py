@@ -30,7 +30,7 @@ from docq.config import Settings
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 MODEL = "doc-type"
 N = 600

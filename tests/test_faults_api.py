@@ -25,7 +25,7 @@ from docq.store import JobStore
 from tests.conftest import TENANT, settings_env
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 DOCUMENTS = 600
 

@@ -24,7 +24,7 @@ from docq.text.tokenizing import load_tokenizer
 from tests.conftest import link_model, settings_env, tenant_headers
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 DOCUMENTS = 600
 REFUSED = {17, 300, 599}  # positions of the documents holding the token the model lacks

@@ -22,18 +22,16 @@ import pytest
 import tritonclient.grpc as grpcclient
 from fastapi.testclient import TestClient
 
-from corpus.doc_type import generate
 from devstack import stack
 from devstack.services import REPO, celery_worker, free_port, redis_server, wait_for
 from docq.config import Settings
 from docq.store import JobStore
-from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
+from tests.conftest import FAULT_DOCUMENTS as DOCUMENTS
+from tests.conftest import MODEL_REPOSITORY, fault_documents, settings_env, tenant_headers
 from tests.polling import until
 from tests.test_e2e import all_results, wait_until_final
 
-pytestmark = pytest.mark.e2e
-
-DOCUMENTS = 600
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 
 @contextmanager
@@ -64,17 +62,21 @@ def kill(proc: subprocess.Popen) -> None:
     proc.wait(60)
 
 
+# Ten minutes: longer than any retry delay, so the job outlasts many failed attempts. (A
+# 60-second variant ran too, and checked nothing this one does not: it is gone, with its
+# 3.5 minutes of CI.)
+OUTAGE_S = 600
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(2400)
-@pytest.mark.parametrize(
-    "outage_s", [60, pytest.param(600, marks=pytest.mark.slow, id="10-minutes")]
-)
 def test_a_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(
-    tmp_path: Path, outage_s: int
+    tmp_path: Path, fault_free_labels: list[tuple[str, str]]
 ) -> None:
     from api.main import create_app
 
     ports = (free_port(), free_port(), free_port())
-    docs = [{"id": d.id, "text": d.text[:300]} for d in generate(DOCUMENTS, seed=91)]
+    docs = fault_documents()
     log = tmp_path / "triton.log"
     with redis_server(tmp_path / "redis") as redis_url:
         s = Settings(
@@ -97,10 +99,6 @@ def test_a_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(
                 TestClient(create_app(s), headers=tenant_headers(s)) as api,
                 celery_worker(env, tmp_path / "worker.log", "cpu", concurrency=4),
             ):
-                reference = api.post("/v1/jobs", json={"documents": docs}).json()
-                ref, _ = wait_until_final(api, reference["id"], timeout=900)
-                assert ref["progress"] == {"documents_done": DOCUMENTS, "documents_failed": 0}
-
                 created = api.post("/v1/jobs", json={"documents": docs}).json()
                 job_id = created["id"]
                 until(lambda: store.get_job(job_id).documents_done >= 64, "64 documents", 600)
@@ -113,7 +111,7 @@ def test_a_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(
                     "store_memory": True,
                 }
                 assert ready.json()["status"] == "degraded"
-                outage_ends = time.monotonic() + outage_s
+                outage_ends = time.monotonic() + OUTAGE_S
                 while time.monotonic() < outage_ends:  # reads stay up, nothing fails
                     status = api.get(f"/v1/jobs/{job_id}")
                     assert status.status_code == 200
@@ -127,10 +125,7 @@ def test_a_triton_outage_mid_job_fails_nothing_and_keeps_reads_up(
                 assert job["status"] == "succeeded"
                 assert job["progress"] == {"documents_done": DOCUMENTS, "documents_failed": 0}
                 results = all_results(api, job_id, limit=200)
-                expected = all_results(api, reference["id"], limit=200)
-                assert [(r["id"], r["label"]) for r in results] == [
-                    (r["id"], r["label"]) for r in expected
-                ]
+                assert [(r["id"], r["label"]) for r in results] == fault_free_labels
                 assert store.answers(job_id) == dict.fromkeys(range(DOCUMENTS), 1)
         finally:
             triton.__exit__(None, None, None)

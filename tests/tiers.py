@@ -15,7 +15,8 @@ written, and a test that does one of these without its marker fails, naming what
 - `e2e`: it starts a service of its own (tritonserver, a Celery worker, uvicorn, honcho,
   Chromium; a redis-server, which starts in milliseconds, is allowed), or uses a Celery
   worker fixture (checked at collection);
-- `faults`: it sends a signal to a process (SIGKILL, SIGSTOP, SIGTERM: a kill test);
+- `faults`: it sends a signal to a process itself (SIGKILL, SIGSTOP, SIGTERM: a kill
+  test; stopping what devstack started, as a `with` block ends, is not one);
 - `build`: it writes a model (ONNX export, a converted or quantized graph).
 """
 
@@ -94,12 +95,15 @@ class _Audit:
 
 
 def _sent_by_docq() -> bool:
-    """Whether the signal comes from the tests or docq's own code (devstack/ stopping a
-    service), not from a library stopping helpers of its own (a converter's workers)."""
+    """Whether the signal is a test's own (a kill), not the orderly stop of a service that
+    devstack/ started (leaving a `with celery_worker(...)`) nor a library stopping helpers
+    of its own (a converter's worker processes)."""
     frame = sys._getframe(2)  # the caller of os.kill (1 is the audit hook's __call__)
     while frame is not None and frame.f_code.co_filename.startswith(STDLIB):
         frame = frame.f_back  # subprocess.Popen.kill, signal helpers
-    return frame is not None and "site-packages" not in frame.f_code.co_filename
+    if frame is None or "site-packages" in frame.f_code.co_filename:
+        return False
+    return not Path(frame.f_code.co_filename).is_relative_to(ROOT / "devstack")
 
 
 def _service(argv: list[str]) -> str | None:

@@ -23,6 +23,7 @@ RETRAIN = "rerun `python -m conversion.{module} --train` and commit conversion/h
 
 
 @pytest.mark.slow
+@pytest.mark.build
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("module", [demo, demo_lang], ids=["doc-type", "doc-lang"])
 def test_training_gives_the_committed_head(module: ModuleType, tmp_path: Path) -> None:

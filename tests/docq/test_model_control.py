@@ -23,6 +23,9 @@ from docq.model_control import (
 )
 from serving.server import server_command, startup_models
 
+# The module's repository fixture converts two tiny models (tests/tiers.py: build).
+pytestmark = pytest.mark.build
+
 # --- the state of each model, folded from Triton's repository index -------------------
 
 

@@ -23,7 +23,7 @@ from conversion.checkpoint import load_checkpoint
 from devstack.services import triton_server
 from serving.server import wheel_root
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.build]  # its repository fixture converts tiny models
 
 MODELS = {
     "tiny-onnx": convert.Target("tiny-onnx", "onnx-cpu", max_seq_len=128, threads=1),
