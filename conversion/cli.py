@@ -168,8 +168,8 @@ def convert(
     precision: Annotated[
         str | None,
         typer.Option(
-            help="onnx: fp32|int8; openvino-cpu: fp32|bf16; torch-gpu: fp16|bf16|fp32; "
-            "tensorrt: fp16|fp32."
+            help="onnx: fp32|int8; openvino-cpu: fp32|bf16; torch-gpu: fp16|bf16|fp32|fp8 "
+            "(fp8: the flat engine, behind the gate); tensorrt: fp16|fp32."
         ),
     ] = None,
     repository: Annotated[
@@ -195,6 +195,20 @@ def convert(
         int,
         typer.Option(help="torch-gpu: CUDA graphs per length bucket of N tokens; 0: eager."),
     ] = 64,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="torch-gpu: flat (real tokens only, varlen attention, fused norms; BERT, "
+            "RoBERTa, XLM-R) or hf (transformers on padded batches)."
+        ),
+    ] = "flat",
+    gelu: Annotated[
+        str,
+        typer.Option(
+            help="torch-gpu flat: the FFN's GELU, erf (exact) or tanh (in the GEMM epilogue, "
+            "faster; the parity gate decides)."
+        ),
+    ] = "erf",
     fuse: Annotated[
         bool,
         typer.Option(
@@ -244,6 +258,8 @@ def convert(
         instance_count=instances,
         threads=threads,
         graph_seq_step=graph_seq_step,
+        engine=engine,
+        gelu=gelu,
         fuse=fuse,
     )
     staged = conv.stage(checkpoint, target, workdir / name)

@@ -1,0 +1,39 @@
+"""`docq convert`'s options reach the Target it builds (the torch-gpu engine choices)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from conversion import cli
+from conversion import convert as conv
+
+
+class Stop(Exception):
+    """Raised where the conversion would start: the test only reads the Target."""
+
+
+def test_engine_gelu_precision_and_token_budget_reach_the_target(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def stage(checkpoint: Path, target: conv.Target, workdir: Path) -> None:
+        seen["target"] = target
+        raise Stop
+
+    monkeypatch.setattr(conv, "stage", stage)
+    args = ["convert", str(tmp_path), "--name", "m", "--runtime", "torch-gpu"]
+    args += ["--precision", "fp8", "--gelu", "tanh", "--max-tokens", "4096"]
+    result = CliRunner().invoke(cli.app(), args)
+    assert isinstance(result.exception, Stop), result.output
+    target = seen["target"]
+    assert (target.engine, target.gelu, target.dtype, target.max_tokens) == (
+        "flat", "tanh", "fp8", 4096
+    )  # fmt: skip
+    result = CliRunner().invoke(cli.app(), [*args[:6], "--engine", "hf"])
+    assert isinstance(result.exception, Stop), result.output
+    assert seen["target"].engine == "hf"
