@@ -19,14 +19,19 @@ up: install system model
 # The tiers (tests/tiers.py): test-fast while you work (minutes: no Celery workers, no
 # kills, no model builds), test-e2e the rest, test everything (what .ci/run calls). Under
 # `make test` a program a test needs (promtool, chromium) fails the test when missing.
+# test and test-e2e run in two processes (pytest-xdist), a module in one of them: the
+# 10-minute outage test waits most of its time, and the other process runs the rest
+# (tests/tiers.py puts the slow tests first; the files keep that order).
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
+
 test: install system model
-	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(PYTEST_ARGS)
+	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install system model
 	$(BIN)/pytest -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
 
 test-e2e: install system model
-	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest -m "e2e or faults or build or slow" $(PYTEST_ARGS)
+	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) -m "e2e or faults or build or slow" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -140,6 +140,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "tests that use a Celery worker fixture must be marked e2e (tests/tiers.py):\n  "
             + "\n  ".join(missing)
         )
+    # The slow tests first (a stable sort: the rest keep their order): under `make test`'s
+    # two processes (pytest-xdist, a module each), the 10-minute outage starts at once and
+    # its waiting overlaps the rest of the suite instead of coming last.
+    # Among them, the largest timeout first.
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -_timeout(item)))
+
+
+def _timeout(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("timeout")
+    return float(marker.args[0]) if marker is not None and marker.args else 0.0
 
 
 @pytest.hookimpl(hookwrapper=True)
