@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import uvicorn
 from fastapi import Depends, FastAPI
@@ -72,9 +74,19 @@ def main() -> None:
         "api.main:app",
         host=s.api_host,
         port=s.api_port,
-        log_level="info",
-        log_config=logs.uvicorn_config(s.log_format) or uvicorn.config.LOGGING_CONFIG,
+        log_level=s.log_level.lower(),
+        log_config=log_config(s.log_format, s.log_level),
     )
+
+
+def log_config(log_format: str, log_level: str) -> dict[str, Any]:
+    """uvicorn's logging configuration, with docq's own loggers (api.*, docq.*: they log
+    through the root) at DOCQ_LOG_LEVEL on uvicorn's handler."""
+    config = logs.uvicorn_config(log_format, log_level) or copy.deepcopy(
+        uvicorn.config.LOGGING_CONFIG
+    )
+    config["root"] = {"handlers": ["default"], "level": log_level}
+    return config
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ FLOWER_LOGIN = RUN_DIR / "flower-login"
 
 
 def main(argv: list[str]) -> None:
-    stack = local_stack()
+    stack = local_stack(get_settings().log_level)
     if len(argv) != 1 or argv[0] not in stack:
         sys.exit(f"usage: python -m devstack {{{','.join(stack)}}}")
     process = stack[argv[0]]

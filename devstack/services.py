@@ -147,9 +147,13 @@ def celery_worker(
     pool: str = "threads",
 ) -> Iterator[subprocess.Popen]:
     """A real Celery worker process consuming `queues`: `concurrency` threads (the shard
-    workers' pool, sharing one batcher) or prefork children (the webhooks worker's)."""
+    workers' pool, sharing one batcher) or prefork children (the webhooks worker's), at the
+    level of `env`'s DOCQ_LOG_LEVEL (the process validates it as it starts)."""
+    level = env.get("DOCQ_LOG_LEVEL", "INFO").upper()
     cmd = [
-        *stack.worker(queues, f"{name}-{os.getpid()}", concurrency=concurrency, pool=pool),
+        *stack.worker(
+            queues, f"{name}-{os.getpid()}", concurrency=concurrency, pool=pool, log_level=level
+        ),
         "--without-gossip",
         "--without-mingle",
     ]

@@ -67,9 +67,12 @@ def api() -> list[str]:
     return [sys.executable, "-m", "api.main"]
 
 
-def worker(queues: str, name: str, *, concurrency: int, pool: str) -> list[str]:
+def worker(
+    queues: str, name: str, *, concurrency: int, pool: str, log_level: str = "INFO"
+) -> list[str]:
     """A Celery worker: `threads` for shard workers (shards share a batcher), `prefork`
-    for the webhooks worker (deliveries are independent and block on the network)."""
+    for the webhooks worker (deliveries are independent and block on the network);
+    `log_level` is DOCQ_LOG_LEVEL's (Celery's --loglevel sets its own and docq's loggers)."""
     return [
         sys.executable,
         "-m",
@@ -86,7 +89,7 @@ def worker(queues: str, name: str, *, concurrency: int, pool: str) -> list[str]:
         "--hostname",
         f"{name}@%h",
         "--loglevel",
-        "INFO",
+        log_level,
     ]
 
 
@@ -103,25 +106,32 @@ def flower(port: int) -> list[str]:
     ]
 
 
-def local_stack() -> dict[str, Process]:
-    """What `make up` runs, by Procfile name, on the default ports (the settings' own)."""
+def local_stack(log_level: str = "INFO") -> dict[str, Process]:
+    """What `make up` runs, by Procfile name, on the default ports (the settings' own);
+    `log_level`: the workers' (DOCQ_LOG_LEVEL, which `python -m devstack` passes)."""
     return {
         "redis": Process(redis(6379, RUN_DIR / "redis")),
         "triton": Process(triton(), nice=TRITON_NICE),
         "api": Process(api()),
         "worker": Process(
             # `cpu`: the bulk queue with its DOCQ_BULK_LANES tenant lanes (workers/app.py)
-            worker("cpu", "cpu", concurrency=SHARD_THREADS, pool="threads"),
+            worker("cpu", "cpu", concurrency=SHARD_THREADS, pool="threads", log_level=log_level),
             {"DOCQ_WORKER_METRICS_PORT": "9101"},
             WORKER_NICE,
         ),
         "priority": Process(
-            worker("cpu-priority", "priority", concurrency=SHARD_THREADS, pool="threads"),
+            worker(
+                "cpu-priority",
+                "priority",
+                concurrency=SHARD_THREADS,
+                pool="threads",
+                log_level=log_level,
+            ),
             {"DOCQ_WORKER_METRICS_PORT": "9102"},
             WORKER_NICE,
         ),
         "webhooks": Process(
-            worker("webhooks", "webhooks", concurrency=4, pool="prefork"),
+            worker("webhooks", "webhooks", concurrency=4, pool="prefork", log_level=log_level),
             # prefork children count in prometheus-client's multiprocess mode (workers/metrics.py)
             {"DOCQ_WORKER_METRICS_PORT": "9103", "PROMETHEUS_MULTIPROC_DIR": WEBHOOKS_METRICS_DIR},
         ),

@@ -27,6 +27,9 @@ from docq.webhook_guard import check_secret, check_url
 
 __all__ = ["REPO_ROOT", "Settings", "get_settings"]
 
+# The levels DOCQ_LOG_LEVEL takes (the API's uvicorn and the workers' --loglevel take them too)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
 
 class Settings(BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks):
     """docq settings; validated once at process start (fields: config_fields.py)."""
@@ -43,6 +46,9 @@ class Settings(BaseSettings, Places, Api, Access, JobStore, Workers, Models, Sch
             raise ValueError("triton_health_interval_s must be > 0")
         if self.log_format not in ("plain", "json"):
             raise ValueError("log_format must be plain or json")
+        self.log_level = self.log_level.upper()
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
         if self.batch_max_wait_ms < 0 or self.batch_max_queued_windows < 1:
             raise ValueError("batch_max_wait_ms must be >= 0, batch_max_queued_windows >= 1")
         if self.max_parsing_uploads < 1:

@@ -171,6 +171,11 @@ class Workers(BaseModel):
         "job id (and shard) on every line about a job, for a log pipeline to index; "
         "harder to read by eye.",
     )
+    log_level: str = Field(
+        "INFO",
+        description="DEBUG, INFO, WARNING or ERROR: the least a line must be to be logged, by "
+        "the API and the workers. DEBUG adds every library's detail, at many more lines.",
+    )
     triton_timeout_s: float = Field(
         120.0, description="Per-request gRPC deadline; a timeout is retried, not failed."
     )

@@ -85,8 +85,9 @@ def install(logger: logging.Logger, log_format: str) -> None:
             handler.setFormatter(formatter("json"))
 
 
-def uvicorn_config(log_format: str) -> dict[str, Any] | None:
-    """uvicorn's logging configuration for a format; None keeps uvicorn's own (plain)."""
+def uvicorn_config(log_format: str, log_level: str = "INFO") -> dict[str, Any] | None:
+    """uvicorn's logging configuration for a format and level; None keeps uvicorn's own
+    (plain)."""
     if log_format != "json":
         return None
     handler = {"class": "logging.StreamHandler", "formatter": "json", "filters": ["job"]}
@@ -98,10 +99,10 @@ def uvicorn_config(log_format: str) -> dict[str, Any] | None:
             "json": {"()": JsonFormatter, "fmt": JSON_FIELDS, "rename_fields": JSON_RENAMES}
         },
         "handlers": {"default": {**handler, "stream": "ext://sys.stderr"}},
-        "root": {"handlers": ["default"], "level": "INFO"},
+        "root": {"handlers": ["default"], "level": log_level},
         "loggers": {
-            "uvicorn": {"level": "INFO"},
-            "uvicorn.error": {"level": "INFO"},
-            "uvicorn.access": {"level": "INFO"},
+            "uvicorn": {"level": log_level},
+            "uvicorn.error": {"level": log_level},
+            "uvicorn.access": {"level": log_level},
         },
     }

@@ -24,3 +24,13 @@ def test_docs_page_loads_swagger_ui_from_the_api_itself(api: TestClient) -> None
         asset = api.get(source)
         assert asset.status_code == 200 and len(asset.content) > 0, source
     assert "/docs" not in api.get("/openapi.json").json()["paths"]
+
+
+def test_docq_loggers_log_at_the_level_asked_for_in_either_format() -> None:
+    from api.main import log_config
+
+    for log_format in ("plain", "json"):
+        config = log_config(log_format, "DEBUG")
+        # api.* and docq.* log through the root: on uvicorn's handler, not Python's last resort
+        assert config["root"] == {"handlers": ["default"], "level": "DEBUG"}
+        assert "default" in config["handlers"]

@@ -295,6 +295,16 @@ def test_procfile_runs_the_stack_description() -> None:
     }
 
 
+def test_workers_log_at_the_level_of_the_setting() -> None:
+    """`make up` logs at DOCQ_LOG_LEVEL's default, as before it was a setting; another level
+    reaches every worker's command line."""
+    for argv in procfile_workers().values():
+        assert option(argv, "--loglevel") == default("log_level")
+    for name, process in local_stack("DEBUG").items():
+        if name in procfile_workers():
+            assert option(process.argv, "--loglevel") == "DEBUG", name
+
+
 def test_compose_services_cover_procfile() -> None:
     assert set(compose()["services"]) == set(procfile())
 

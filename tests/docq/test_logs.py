@@ -81,3 +81,17 @@ def test_the_api_access_line_names_the_job_of_its_path() -> None:
     job_line, health_line = lines(out)
     assert job_line["job_id"] == "abc123"
     assert "job_id" not in health_line
+
+
+def test_the_log_level_is_validated_and_reaches_uvicorns_loggers() -> None:
+    from pydantic import ValidationError
+
+    from docq.config import Settings
+
+    assert Settings().log_level == "INFO"
+    assert Settings(log_level="debug").log_level == "DEBUG"
+    with pytest.raises(ValidationError, match="log_level"):
+        Settings(log_level="verbose")
+    config = logs.uvicorn_config("json", "DEBUG")
+    assert config is not None and config["root"]["level"] == "DEBUG"
+    assert {c["level"] for c in config["loggers"].values()} == {"DEBUG"}
