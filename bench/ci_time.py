@@ -25,9 +25,7 @@ def parse(text: str) -> dict[str, object]:
     for line in text.splitlines():
         if (m := SUMMARY.search(line)) and ("passed" in line or "failed" in line):
             run["tests_s"] = float(m["seconds"])
-            run["counts"] = {
-                word: int(n) for n, word in re.findall(r"(\d+) (\w+)", m["counts"])
-            }
+            run["counts"] = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", m["counts"])}
         elif m := DURATION.match(line):
             run["slowest"].append(  # type: ignore[attr-defined]
                 {"s": float(m["seconds"]), "phase": m["phase"], "test": m["test"]}
@@ -49,7 +47,8 @@ def main() -> None:
     run = {"label": args.label, "date": time.strftime("%Y-%m-%d"), **parse(args.log.read_text())}
     runs.append(run)
     args.out.write_text(json.dumps(runs, indent=1) + "\n")
-    print(f"{args.label}: {run['tests_s']} s of tests, {run.get('real_s')} s in all, {run['counts']}")
+    seconds = f"{run['tests_s']} s of tests, {run.get('real_s')} s in all"
+    print(f"{args.label}: {seconds}, {run['counts']}")
 
 
 if __name__ == "__main__":
