@@ -99,11 +99,10 @@ class Side:
         body = {"model": MODEL, "documents": [{"id": d.id, "text": d.text} for d in self.docs]}
         answer = submit(self.deps, self._auth(), JobCreate.model_validate(body), uuid.uuid4().hex)
         self.uploads += 1
-        job = self.store.get_job(answer.answer.id)
-        queue = shard_queue(job, self.settings.bulk_lanes)
-        if queue not in self.lanes:
+        if not self.lanes:  # the same for each of its jobs (tenant and size): asked once
+            queue = shard_queue(self.store.get_job(answer.answer.id), self.settings.bulk_lanes)
             self.lanes[queue] = self.conn.SimpleQueue(queue)
-        return job.id
+        return answer.answer.id
 
     def work(self) -> int:
         """Run every shard waiting in this side's lanes; returns how many."""
