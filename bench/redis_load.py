@@ -47,6 +47,7 @@ from docq.config import Settings
 from docq.queue import make_celery, shard_queue
 from docq.schemas import JobCreate
 from docq.store import JobStore
+from docq.store.connection import connect
 from docq.store.tenants import Tenants
 from workers.audit import audit
 from workers.sweeper import Lease, sweep
@@ -215,6 +216,10 @@ def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
 def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """`args.clients` processes for `args.seconds`; redis-server's and their CPU seconds."""
     ctx = mp.get_context("spawn")  # each process builds its own clients (STYLE.md, 4)
+    machine = {  # whether something else had the cores too, and which Redis this was
+        "loadavg_1m_before": os.getloadavg()[0],
+        "redis_version": connect(url).info("server")["redis_version"],
+    }
     go, leave, out = ctx.Event(), ctx.Event(), ctx.Queue()
     procs = [
         ctx.Process(target=_client, args=(i, url, args, go, out, leave))
@@ -238,6 +243,7 @@ def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
     for p in procs:
         p.join(30)
     return {
+        **machine,
         "wall_s": round(wall, 3),
         "cpu_s": cpu,
         "samples": sorted(samples, key=lambda s: s["client"]),

@@ -37,6 +37,8 @@ def summarise(
         "command": " ".join(["python -m bench.redis_load", *command]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
+        "loadavg_1m_before": run["loadavg_1m_before"],
+        "redis_version": run["redis_version"],
         "clients": args.clients,
         "docs_per_job": args.docs_per_job,
         "shard_size": settings.shard_size,
