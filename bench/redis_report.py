@@ -73,8 +73,11 @@ def limit(s: dict[str, Any]) -> str:
     (the clients waited on Redis's answers: each write is fsynced before it is answered)."""
     if s["redis_utilisation"] >= 0.9:
         return "Redis (one core busy)"
-    if s["redis_utilisation"] + s["clients_cores_busy"] >= 0.9 * s["cpu_count"]:
+    busy = s["redis_utilisation"] + s["clients_cores_busy"]
+    if busy >= 0.9 * s["cpu_count"]:
         return "the cores (clients and Redis share them)"
+    if busy + s["loadavg_1m_before"] >= 0.9 * s["cpu_count"]:
+        return f"the cores, shared with other work (load average {s['loadavg_1m_before']:.1f})"
     if s["clients_cores_busy"] >= 0.9 * s["clients"]:
         return "the clients' CPU"
     return "neither CPU: the clients waited on Redis's answers (appendfsync always)"
