@@ -1,0 +1,281 @@
+"""Where one Redis stops (issue 20, part 3): one redis-server configured as `make up`'s
+(append-only file fsynced at every write), loaded job after job by docq's own code as the
+API, a shard worker and a client call it; redis-server's CPU per document, and so the
+documents/s at which it would fill its one core. Each client process plays, in turn:
+
+- the API's upload: `api.submissions.submit` itself (tenant load, Idempotency-Key claim,
+  `create_job` binding it, `enqueue_shards` on the broker, by default this same Redis,
+  `recovery.enqueued`) after authenticating its API key; only Triton's catalogue is stubbed;
+- a worker's shard as workers/tasks.py and workers/shard.py run it, inference aside: the
+  message off its lane (kombu's basic_get, acknowledged after), the lease on receipt and
+  while running, `get_job`, `mark_running`, `shard_completed`, `load_shard`, `finish_shard`
+  with a result per document (a label, scores over the 6 labels), the webhook dispatch;
+- the client: an authenticated poll of the job, then every results page;
+- every `sweep_interval_s`, a worker's sweeper round (`sweep`, `audit`), jobs due for audit
+  1 s after they were written instead of 30 s, so that a short run retires every job.
+
+Not reproduced: Celery's task events and its consumer's BRPOP loop.
+
+    python -m bench.redis_load --clients 16 --seconds 45 --out redis-load.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, cast
+
+from kombu.simple import SimpleQueue
+
+from api.deps import Resources
+from api.submissions import submit
+from bench.procs import CpuMeter, listener
+from bench.redis_report import print_table, summarise
+from corpus.doc_type import LABELS, generate
+from devstack.services import redis_server
+from docq import webhooks
+from docq.catalog import ModelCatalog
+from docq.config import Settings
+from docq.queue import make_celery, shard_queue
+from docq.schemas import JobCreate
+from docq.store import JobStore
+from docq.store.connection import connect
+from docq.store.tenants import Tenants
+from workers.audit import audit
+from workers.sweeper import Lease, sweep
+
+MODEL = "doc-type"
+
+
+class _Catalog:
+    """The model catalogue's stand-in: Triton is not part of this load."""
+
+    def require(self, name: str) -> None:
+        return None
+
+
+def _result(doc_id: str, rng: random.Random) -> dict[str, Any]:
+    """A result as run_shard writes it: a label, its scores over every label, the windows."""
+    raw = [rng.random() for _ in LABELS]
+    scores = {label: round(v / sum(raw), 6) for label, v in zip(LABELS, raw, strict=True)}
+    label = max(scores, key=lambda k: scores[k])
+    return {"id": doc_id, "label": label, "scores": scores, "windows": rng.choice((1, 1, 2))}
+
+
+class Side:
+    """One client process's API, worker and client, on its own tenant and connections."""
+
+    def __init__(self, url: str, name: str, docs_per_job: int, page: int) -> None:
+        self.settings = Settings(redis_url=url, broker_url=url, api_key_secret="redis-load")
+        s = self.settings
+        self.store = JobStore.from_url(url, shard_size=s.shard_size, ttl_s=s.job_ttl_s)
+        self.celery = make_celery(s)
+        catalog = cast(ModelCatalog, _Catalog())
+        self.deps = Resources(s, self.store, catalog, self.celery)
+        self.tenants = Tenants(self.store.r, secret=s.api_key_secret)
+        self.tenant = name
+        _, self.api_key = self.tenants.create_key(name)
+        self.docs = generate(docs_per_job, seed=1)
+        self.page = page
+        self.rng = random.Random(name)
+        self.conn = self.celery.connection_for_read()
+        self.lanes: dict[str, SimpleQueue] = {}
+        self.uploads = 0  # every job it wrote, counted or not
+
+    def _auth(self) -> str:
+        tenant = self.tenants.authenticate(self.api_key)
+        assert tenant == self.tenant
+        return tenant
+
+    def upload(self) -> str:
+        """POST /v1/jobs with an Idempotency-Key: the API's own orchestration."""
+        body = {"model": MODEL, "documents": [{"id": d.id, "text": d.text} for d in self.docs]}
+        answer = submit(self.deps, self._auth(), JobCreate.model_validate(body), uuid.uuid4().hex)
+        self.uploads += 1
+        if not self.lanes:  # the same for each of its jobs (tenant and size): asked once
+            queue = shard_queue(self.store.get_job(answer.answer.id), self.settings.bulk_lanes)
+            self.lanes[queue] = self.conn.SimpleQueue(queue)
+        return answer.answer.id
+
+    def work(self) -> int:
+        """Run every shard waiting in this side's lanes; returns how many."""
+        done = 0
+        for lane in self.lanes.values():
+            while True:
+                try:
+                    message = lane.get(block=False)
+                except SimpleQueue.Empty:
+                    break
+                job_id, n = message.payload[0]  # Celery's protocol 2: [args, kwargs, embed]
+                self._shard(job_id, n)
+                message.ack()
+                done += 1
+        return done
+
+    def _shard(self, job_id: str, n: int) -> None:
+        s, store = self.settings, self.store
+        store.recovery.hold(job_id, n, time.time() + s.shard_lease_s)  # on receipt (tasks.py)
+        with Lease(store, job_id, n, s.shard_lease_s) as lease:
+            job = store.get_job(job_id)
+            if job.status.final:
+                webhooks.dispatch(store, self.celery, job_id)
+            elif store.mark_running(job_id) is not None and not store.shard_completed(job_id, n):
+                documents = store.load_shard(job, n)
+                results = [(d.index, _result(d.id, self.rng)) for d in documents]
+                drop = not s.keep_documents
+                if store.finish_shard(job_id, n, results, drop_documents=drop).performed:
+                    webhooks.dispatch(store, self.celery, job_id)
+        lease.release()
+
+    def sweep(self) -> None:
+        """One round of a worker's sweeper thread (workers/sweeper.py `_run`)."""
+        s, now = self.settings, time.time()
+        sweep(self.store, self.celery, lease_s=s.shard_lease_s, now=now, lanes=s.bulk_lanes)
+        audit(self.store, self.celery, every_s=1.0, now=now, lanes=s.bulk_lanes)
+
+    def read(self, job_id: str) -> int | None:
+        """GET the job; once final, every results page: the documents with a label (None
+        while the job runs)."""
+        job = self.store.get_job(job_id, tenant=self._auth())
+        if not job.status.final:
+            return None
+        labelled, cursor = 0, 0
+        while True:
+            job = self.store.get_job(job_id, tenant=self._auth())
+            data, nxt = self.store.results_page(job, cursor, self.page)
+            labelled += sum(1 for r in data if "label" in r)
+            if nxt is None:
+                return labelled
+            cursor = nxt
+
+
+def _client(i: int, url: str, args: argparse.Namespace, go: Any, out: Any, leave: Any) -> None:
+    side = Side(url, f"load-{i}", args.docs_per_job, args.page)
+    side.upload()  # warm: scripts loaded, lane declared, connections open
+    side.work()
+    out.put(("ready", i))
+    go.wait()
+    deadline = time.monotonic() + args.seconds
+    pending: list[str] = []
+    sample = {"client": i, "jobs": 0, "documents": 0, "incomplete_jobs": 0, "shards": 0}
+    drain_until = deadline + args.drain_s
+    next_sweep = time.monotonic() + side.settings.sweep_interval_s
+    while time.monotonic() < deadline or (pending and time.monotonic() < drain_until):
+        if time.monotonic() < deadline:
+            pending.append(side.upload())
+        sample["shards"] += side.work()
+        for job_id in list(pending):
+            labelled = side.read(job_id)
+            if labelled is not None:
+                pending.remove(job_id)
+                sample["jobs"] += 1
+                sample["documents"] += labelled
+                sample["incomplete_jobs"] += labelled != args.docs_per_job
+        if time.monotonic() >= next_sweep:
+            side.sweep()
+            next_sweep += side.settings.sweep_interval_s
+    sample["unfinished_jobs"], sample["uploads"] = len(pending), side.uploads
+    out.put(("done", sample))
+    leave.wait()  # alive until its CPU time is read
+
+
+def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """INFO memory's used_memory per document: with K jobs queued (documents and messages
+    stored), then with their results stored (documents dropped unless keep_documents)."""
+    side = Side(url, "memory", args.docs_per_job, args.page)
+    used = lambda: int(side.store.r.info("memory")["used_memory"])  # noqa: E731
+    side.upload()  # once first: scripts, lanes and connections are not per document
+    side.work()
+    before = used()
+    jobs = [side.upload() for _ in range(args.memory_jobs)]
+    queued = used()
+    side.work()
+    assert all(side.read(j) == args.docs_per_job for j in jobs), "a memory job is incomplete"
+    finished = used()
+    n = args.memory_jobs * args.docs_per_job
+    return {
+        "jobs": args.memory_jobs,
+        "documents": n,
+        "uploads": side.uploads,
+        "used_memory_before": before,
+        "used_memory_queued": queued,
+        "used_memory_finished": finished,
+        "bytes_per_queued_document": round((queued - before) / n),
+        "bytes_per_stored_result": round((finished - before) / n),
+    }
+
+
+def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """`args.clients` processes for `args.seconds`; redis-server's and their CPU seconds."""
+    ctx = mp.get_context("spawn")  # each process builds its own clients (STYLE.md, 4)
+    machine = {  # whether something else had the cores too, and which Redis this was
+        "loadavg_1m_before": os.getloadavg()[0],
+        "redis_version": connect(url).info("server")["redis_version"],
+    }
+    go, leave, out = ctx.Event(), ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(target=_client, args=(i, url, args, go, out, leave))
+        for i in range(args.clients)
+    ]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        assert out.get(timeout=120)[0] == "ready"
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    meter = CpuMeter(
+        {"redis": listener(port), **{f"client-{i}": p.pid for i, p in enumerate(procs)}}
+    )
+    meter.start()
+    t0 = time.perf_counter()
+    go.set()
+    samples = [out.get(timeout=args.seconds + args.drain_s + 120)[1] for _ in procs]
+    wall = time.perf_counter() - t0
+    cpu = meter.stop()
+    leave.set()
+    for p in procs:
+        p.join(30)
+    return {
+        **machine,
+        "wall_s": round(wall, 3),
+        "cpu_s": cpu,
+        "samples": sorted(samples, key=lambda s: s["client"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--clients", type=int, default=os.cpu_count())
+    p.add_argument("--docs-per-job", type=int, default=64)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--page", type=int, default=100, help="results page limit (the API's default)")
+    p.add_argument("--memory-jobs", type=int, default=50)
+    p.add_argument("--drain-s", type=float, default=30, help="to finish jobs after --seconds")
+    p.add_argument(
+        "--data-dir", type=Path, help="redis-server's directory (default: a temporary one)"
+    )
+    p.add_argument("--tiny", action="store_true", help="a couple of seconds, for tests")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    if args.tiny:
+        args.seconds, args.memory_jobs = min(args.seconds, 1.0), min(args.memory_jobs, 4)
+        args.drain_s = min(args.drain_s, 5)
+    with tempfile.TemporaryDirectory() as tmp, redis_server(args.data_dir or Path(tmp)) as url:
+        mem = memory(url, args)
+        command = sys.argv[1:] if argv is None else argv
+        summary = summarise(command, args, load(url, args), mem)
+    print_table(summary)
+    if args.out:
+        args.out.write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
