@@ -91,3 +91,23 @@ def test_a_missing_program_skips_a_bare_run_and_fails_make_test(
     body = "from tests.tiers import missing_tool\ndef test_it():\n    missing_tool('x', 'y')\n"
     result = run(pytester_repo, body)
     result.assert_outcomes(**({"failed": 1} if required else {"skipped": 1}))
+
+
+class _Item:
+    """What the collection hook reads of an item."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid, self.fixturenames = nodeid, ()
+
+    def get_closest_marker(self, name: str) -> None:
+        return None
+
+
+def test_two_tests_with_one_node_id_are_refused_at_collection() -> None:
+    # two items, one id: what schemathesis' parametrize made, and xdist ran one of them
+    from tests import tiers
+
+    items = [_Item("t.py::a"), _Item("t.py::b"), _Item("t.py::a")]
+    with pytest.raises(pytest.UsageError, match=r"same node id.*t\.py::a"):
+        tiers.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
+    tiers.pytest_collection_modifyitems(None, items[:2])  # type: ignore[arg-type]

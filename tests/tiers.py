@@ -128,6 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.addaudithook(AUDIT)
 
 
+@pytest.hookimpl(trylast=True)  # the list as every other plugin left it
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     missing = [
         f"{item.nodeid}: uses {sorted(E2E_FIXTURES & set(item.fixturenames))}"
@@ -139,6 +140,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "tests that use a Celery worker fixture must be marked e2e (tests/tiers.py):\n  "
             + "\n  ".join(missing)
+        )
+    # pytest-xdist runs one item per node id: two items with one id would run one of them
+    # (schemathesis' `schema.parametrize()` did that), so an id must name one test.
+    seen: dict[str, int] = {}
+    for item in items:
+        seen[item.nodeid] = seen.get(item.nodeid, 0) + 1
+    if twice := sorted(nodeid for nodeid, n in seen.items() if n > 1):
+        raise pytest.UsageError(
+            "tests with the same node id (make test's xdist would run only one of them): "
+            + ", ".join(twice)
         )
     # The slow tests first (a stable sort: the rest keep their order): under `make test`'s
     # two processes (pytest-xdist, a module each), the 10-minute outage starts at once and
