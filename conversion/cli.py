@@ -209,6 +209,13 @@ def convert(
             "faster; the parity gate decides)."
         ),
     ] = "erf",
+    fp8_products: Annotated[
+        str,
+        typer.Option(
+            help="torch-gpu flat fp8: the products in FP8 (all, or qkv+out+up+down parts); "
+            "the rest FP16. The parity gate decides."
+        ),
+    ] = "all",
     fuse: Annotated[
         bool,
         typer.Option(
@@ -260,6 +267,7 @@ def convert(
         graph_seq_step=graph_seq_step,
         engine=engine,
         gelu=gelu,
+        fp8_products=fp8_products,
         fuse=fuse,
     )
     staged = conv.stage(checkpoint, target, workdir / name)

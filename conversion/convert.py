@@ -107,6 +107,11 @@ class Target:
     # batch of long windows as short as before (latency, memory) while short windows fill
     # more rows per request.
     max_tokens: int | None = None
+    # torch-gpu flat fp8: which of a layer's products (qkv, out, up, down, joined by "+")
+    # run in FP8, the rest FP16. `all` is fastest; a model whose activations one FP8 scale
+    # per token cannot hold keeps some in FP16 (fewer FP8 products, less speed, the gate
+    # decides).
+    fp8_products: str = "all"
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
@@ -123,6 +128,9 @@ class Target:
             raise ValueError(f"engine must be one of {ENGINES} and gelu one of {GELUS}")
         if self.dtype == "fp8" and self.engine != "flat":
             raise ValueError("fp8 needs the flat engine")
+        if self.fp8_products != "all" and self.dtype != "fp8":
+            raise ValueError("fp8_products chooses among FP8 products: only precision fp8")
+        _check_fp8_products(self.fp8_products)
         if self.fuse and self.runtime not in ("onnx-cpu", "onnxruntime"):
             raise ValueError(f"fuse rewrites ONNX graphs: runtime {self.runtime} has none")
         if self.max_tokens is not None and not self.ragged:
@@ -169,6 +177,8 @@ class Target:
             extra["graph_max_batch"] = str(self.graph_max_batch)
             extra["engine"] = self.engine
             extra["gelu"] = self.gelu
+            if self.dtype == "fp8":
+                extra["fp8_products"] = self.fp8_products
         if self.ragged:
             budget = self.max_tokens or self.max_batch_size * self.max_seq_len
             extra["token_budget"] = str(budget)  # real tokens (docq/text/packing.py)
@@ -401,3 +411,12 @@ def publish(staged: Staged, repository: Path, version: int | None = None) -> Pat
 
     package.write_metadata(model_dir, staged.config, staged.labels, staged.checkpoint)
     return package.publish_version(model_dir, version, fill)
+
+
+FP8_PRODUCTS = ("qkv", "out", "up", "down")  # serving/runtimes/flat.py's PRODUCTS
+
+
+def _check_fp8_products(spec: str) -> None:
+    names = spec.replace("+", ",").split(",")
+    if spec != "all" and (not spec or set(names) - set(FP8_PRODUCTS)):
+        raise ValueError(f"fp8_products must be 'all' or {'+'.join(FP8_PRODUCTS)} parts, not {spec!r}")

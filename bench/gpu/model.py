@@ -102,10 +102,13 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
     return config
 
 
-def build_model(work: Path, tiny: bool, on_gpu: bool) -> tuple[Path, Path, dict[str, Any]]:
+def build_model(
+    work: Path, tiny: bool, on_gpu: bool, overrides: dict[str, Any] | None = None
+) -> tuple[Path, Path, dict[str, Any]]:
     """The pipeline bench's model: a random RoBERTa classifier of roberta_config's shape with
-    the demo tokenizer's vocabulary, published by publish_variant with the tokenizer beside
-    it; (repository, checkpoint, facts)."""
+    the demo tokenizer's vocabulary, published by publish_variant (with `overrides`, a
+    Variant's: `gelu=tanh`, `precision=fp8`) with the tokenizer beside it; (repository,
+    checkpoint, facts)."""
     import torch
     from google.protobuf import json_format
     from transformers import AutoModelForSequenceClassification
@@ -132,7 +135,7 @@ def build_model(work: Path, tiny: bool, on_gpu: bool) -> tuple[Path, Path, dict[
     for f in DEMO_TOKENIZER.iterdir():  # the old service loads its tokenizer from here
         shutil.copy2(f, checkpoint / f.name)
     repo = work / "repo"
-    served = publish_variant(repo, checkpoint, Variant(MODEL), on_gpu)
+    served = publish_variant(repo, checkpoint, Variant(MODEL, dict(overrides or {})), on_gpu)
     shutil.copytree(DEMO_TOKENIZER, repo / MODEL / "tokenizer")
     facts = {
         "name": MODEL,
@@ -141,6 +144,7 @@ def build_model(work: Path, tiny: bool, on_gpu: bool) -> tuple[Path, Path, dict[
         "heads": config.num_attention_heads,
         "vocab": config.vocab_size,
         "labels": list(LABELS),
+        "overrides": dict(overrides or {}),
         "config": json_format.MessageToDict(served),
         "runtime_sha256": hashlib.sha256(
             (REPO_ROOT / "serving" / "runtimes" / "torch_gpu.py").read_bytes()

@@ -59,7 +59,7 @@ from bench.corpus import generate_parallel, longest, window_counts
 from bench.docq_jobs import run_docq
 from bench.gpu.baseline import run_baseline_gpu
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
-from bench.gpu.model import DEMO_TOKENIZER, MODEL, build_model
+from bench.gpu.model import DEMO_TOKENIZER, MODEL, Variant, build_model
 from bench.gpu.report import console, show, summarise, tree_note
 from bench.gpu.runs import run_bulk, run_scaling, run_triton_rebuilt, upload_long_docq
 from bench.gpu.stack import GpuStack
@@ -78,6 +78,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--workers", type=ints, default=None, help="default 1,2,4,8,12 (tiny 1,2)")
     ap.add_argument("--scaling-docs", type=int, default=None, help="default 2500 (tiny 120)")
     ap.add_argument("--shard-size", type=int, default=64)
+    ap.add_argument(
+        "--model", type=Variant.parse, default=Variant(MODEL),
+        help="the served model's converter overrides, as serve's variants: NAME:gelu=tanh",
+    )  # fmt: skip
     ap.add_argument("--small-every", type=float, default=0.5, help="s between small jobs")
     ap.add_argument("--ceiling-in-flight", type=int, default=0, help="0: twice the workers'")
     ap.add_argument(
@@ -123,7 +127,10 @@ def main(argv: list[str] | None = None) -> None:
         "cpus": os.cpu_count(),
         "torch": torch.__version__,
         "tree": tree_note(),
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "settings": {
+            k: str(v) if isinstance(v, Path) else vars(v) if isinstance(v, Variant) else v
+            for k, v in vars(args).items()
+        },
         "skipped": budget.skipped,
         "errors": [],
     }
@@ -167,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
             generate_parallel, args.docs, args.seed, max(1, (os.cpu_count() or 2) - 2)
         )
         t = time.monotonic()
-        repo, checkpoint, r["model"] = build_model(work, args.tiny, on_gpu)
+        repo, checkpoint, r["model"] = build_model(work, args.tiny, on_gpu, args.model.overrides)
         r["model"]["build_s"] = round(time.monotonic() - t, 1)
         docs = docs_future.result()
     small = [d for d in generate(300, args.seed + 1) if len(d.text) < 1500]

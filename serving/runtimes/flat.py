@@ -15,6 +15,9 @@ Precisions: float16 / bfloat16 / float32 as loaded, or `fp8`: the four matrix pr
 each layer in FP8 e4m3 (`torch._scaled_mm`), weights with per-output-channel scales,
 activations with per-token scales written by the kernels that produce them (LayerNorm,
 GELU: docq_kernels.py); the residual stream stays FP16, attention BF16, the head FP16.
+`fp8_products` names which of the four (`qkv`, `out`, `up`, `down`) run in FP8; the others
+stay FP16, for a model whose activations one FP8 scale per token cannot hold (the gate
+says which).
 
 `gelu` picks the FFN's activation: `erf` (the checkpoint's exact GELU) or `tanh` (the
 tanh approximation inside the cuBLASLt epilogue of the first FFN product, one pass fewer
@@ -46,6 +49,7 @@ except ImportError:  # pragma: no cover - torch before 2.10
 
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta")
 FP8 = "fp8"
+PRODUCTS = ("qkv", "out", "up", "down")  # a layer's four matrix products, in order
 FP8_MAX = 448.0
 TOKEN_ALIGN = 16  # FP8 products need every dimension a multiple of 16: tokens are padded to it
 
@@ -75,6 +79,16 @@ def positions(config: Any, ids: np.ndarray, cu: np.ndarray) -> np.ndarray:
     counted = np.cumsum(real)
     before = np.concatenate([[0], counted])[starts]  # real tokens before the sequence
     return np.where(real == 1, counted - before + pad, pad)
+
+
+def fp8_products(spec: str) -> frozenset[str]:
+    """The products a runtime parameter names (`all`, or PRODUCTS joined by "+" or ",")."""
+    parts = spec.replace("+", ",").split(",")
+    names = PRODUCTS if spec.strip() in ("", "all") else [p.strip() for p in parts]
+    unknown = sorted(set(names) - set(PRODUCTS))
+    if unknown or not names:
+        raise ValueError(f"fp8_products must be 'all' or a comma list of {PRODUCTS}, not {spec!r}")
+    return frozenset(names)
 
 
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,7 +161,12 @@ class FlatEncoder:
     """A sequence classifier's forward pass over `[tokens]` with sequence offsets."""
 
     def __init__(
-        self, model: Any, device: str, dtype: torch.dtype | str, gelu: str = "erf"
+        self,
+        model: Any,
+        device: str,
+        dtype: torch.dtype | str,
+        gelu: str = "erf",
+        products: frozenset[str] = frozenset(PRODUCTS),
     ) -> None:
         reason = unsupported(model.config)
         if reason:
@@ -156,6 +175,7 @@ class FlatEncoder:
             raise ValueError(f"gelu must be 'erf' or 'tanh', not {gelu!r}")
         self.config, self.device, self.gelu = model.config, device, gelu
         self.fp8 = dtype == FP8
+        self.p8 = frozenset(products) if self.fp8 else frozenset()
         # FP8 keeps its residual stream in float16 (float32 where FP8 is only emulated).
         stream = (torch.float16 if device != "cpu" else torch.float32) if self.fp8 else dtype
         assert isinstance(stream, torch.dtype)
@@ -173,11 +193,11 @@ class FlatEncoder:
         self.emb_norm = self._norm(emb.LayerNorm)
         self.layers = [
             Layer(
-                qkv=Linear(*_fused_qkv(block.attention.self), self.dtype, self.fp8),
-                out=self._linear(block.attention.output.dense),
+                qkv=Linear(*_fused_qkv(block.attention.self), self.dtype, "qkv" in self.p8),
+                out=self._linear(block.attention.output.dense, "out"),
                 norm1=self._norm(block.attention.output.LayerNorm),
-                up=self._linear(block.intermediate.dense),
-                down=self._linear(block.output.dense),
+                up=self._linear(block.intermediate.dense, "up"),
+                down=self._linear(block.output.dense, "down"),
                 norm2=self._norm(block.output.LayerNorm),
             )
             for block in base.encoder.layer
@@ -194,8 +214,8 @@ class FlatEncoder:
         self.head_dtype = head_dtype
         self.varlen = device != "cpu" and varlen_attn is not None and self._varlen_dtype_ok()
 
-    def _linear(self, layer: torch.nn.Linear) -> Linear:
-        return Linear(layer.weight, layer.bias, self.dtype, self.fp8)
+    def _linear(self, layer: torch.nn.Linear, product: str) -> Linear:
+        return Linear(layer.weight, layer.bias, self.dtype, product in self.p8)
 
     def _norm(self, norm: torch.nn.LayerNorm) -> Norm:
         return Norm(norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
@@ -238,16 +258,26 @@ class FlatEncoder:
     def _ffn(
         self, layer: Layer, x: torch.Tensor, x8: torch.Tensor | None, s8: torch.Tensor | None
     ) -> torch.Tensor:
-        if self.fp8:
+        if layer.up.fp8:
             assert x8 is not None and s8 is not None
             h = layer.up.scaled(x8, s8, bias=False)
+            if not layer.down.fp8:  # GELU(h + b) in the stream's dtype for an FP16 product
+                return layer.down(F.gelu(h.float() + layer.up.bias.float()).to(self.dtype))
             if self.use_kernels:
                 h8, hs = kernels.gelu_quantize(h, layer.up.bias)
             else:
                 h8, hs = quantize_rows(F.gelu(h.float() + layer.up.bias.float()))
             return layer.down.scaled(h8, hs)
         h = layer.up.gelu_tanh(x) if self.gelu == "tanh" else F.gelu(layer.up(x))
-        return layer.down(h)
+        return self._product(layer.down, h)
+
+    def _product(self, linear: Linear, x: torch.Tensor) -> torch.Tensor:
+        """`linear(x)` for an input no kernel quantized: rounded to FP8 here for an FP8
+        product, cast to the stream's dtype (from attention's BF16) for an FP16 one."""
+        if linear.fp8:
+            x8, scale = kernels.quantize(x) if self.use_kernels else quantize_rows(x)
+            return linear.scaled(x8, scale)
+        return linear(x.to(self.dtype))
 
     # --- the forward pass ----------------------------------------------------------------
 
@@ -266,22 +296,20 @@ class FlatEncoder:
         `ids`, `pos`: [tokens] int64 on the device (tokens past cu[-1] belong to no sequence
         and are never read back); `cu`: int32 offsets; `first`: each sequence's first token
         index; `longest`: an upper bound of the sequence lengths (the attention grid)."""
+        qkv8, up8 = "qkv" in self.p8, "up" in self.p8
         x, x8, s8 = self._add_norm(
-            F.embedding(ids, self.word), F.embedding(pos, self.position), self.emb_norm, self.fp8
+            F.embedding(ids, self.word), F.embedding(pos, self.position), self.emb_norm, qkv8
         )
         for layer in self.layers:
-            if self.fp8:
+            if qkv8:
                 assert x8 is not None and s8 is not None
                 qkv = layer.qkv.scaled(x8, s8)
-                a = self._attention(qkv, cu, cu_host, longest)
-                a8, a_s = kernels.quantize(a) if self.use_kernels else quantize_rows(a)
-                y = layer.out.scaled(a8, a_s)
             else:
-                a = self._attention(layer.qkv(x), cu, cu_host, longest)
-                y = layer.out(a)
-            x, x8, s8 = self._add_norm(y, x, layer.norm1, self.fp8)
+                qkv = layer.qkv(x)
+            y = self._product(layer.out, self._attention(qkv, cu, cu_host, longest))
+            x, x8, s8 = self._add_norm(y, x, layer.norm1, up8)
             y = self._ffn(layer, x, x8, s8)
-            x, x8, s8 = self._add_norm(y, x, layer.norm2, self.fp8)
+            x, x8, s8 = self._add_norm(y, x, layer.norm2, qkv8)
         cls = x.index_select(0, first).to(self.head_dtype)
         dense, proj = self.head
         return proj(torch.tanh(dense(cls))).float()

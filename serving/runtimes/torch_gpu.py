@@ -326,7 +326,11 @@ class TritonPythonModel:
         if engine == "flat" and flat.unsupported(SimpleNamespace(**checkpoint)) is None:
             model = load(folder, "cpu", torch.float32)
             self.flat = flat.FlatEncoder(
-                model, self.device, self.dtype, parameter(config, "gelu", "erf")
+                model,
+                self.device,
+                self.dtype,
+                parameter(config, "gelu", "erf"),
+                flat.fp8_products(parameter(config, "fp8_products", "all")),
             )
             self.flat_config = model.config
             del model

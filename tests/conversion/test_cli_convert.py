@@ -34,6 +34,15 @@ def test_engine_gelu_precision_and_token_budget_reach_the_target(
     assert (target.engine, target.gelu, target.dtype, target.max_tokens) == (
         "flat", "tanh", "fp8", 4096
     )  # fmt: skip
+    result = CliRunner().invoke(cli.app(), [*args, "--fp8-products", "qkv+out+up"])
+    assert isinstance(result.exception, Stop), result.output
+    assert seen["target"].fp8_products == "qkv+out+up"
+    params = seen["target"].classifier_config(2)
+    assert "qkv+out+up" in str(params)
+    with pytest.raises(ValueError, match="fp8_products"):
+        conv.Target("m", "torch-gpu", precision="fp8", fp8_products="qkv+gelu")
+    with pytest.raises(ValueError, match="only precision fp8"):
+        conv.Target("m", "torch-gpu", fp8_products="qkv")
     result = CliRunner().invoke(cli.app(), [*args[:6], "--engine", "hf"])
     assert isinstance(result.exception, Stop), result.output
     assert seen["target"].engine == "hf"

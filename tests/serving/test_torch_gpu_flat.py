@@ -107,6 +107,31 @@ def test_fp8_emulated_on_cpu_keeps_the_labels(runtime: types.ModuleType, version
         assert (got.argmax(1) == expected.argmax(1)).mean() >= 0.8
 
 
+def test_fp8_products_keep_the_others_in_the_stream_dtype(
+    runtime: types.ModuleType, version: Path
+) -> None:
+    requests = batch(version)
+    outs = {}
+    for products in ("all", "qkv+out+up", "qkv"):
+        model = flat(runtime, version, "CPU", dtype="fp8", fp8_products=products)
+        layer = model.flat.layers[0]
+        got = {n for n in ("qkv", "out", "up", "down") if getattr(layer, n).fp8}
+        assert got == ({"qkv", "out", "up", "down"} if products == "all" else set(products.split("+")))
+        outs[products] = served(model, requests)
+    fp16 = served(flat(runtime, version, "CPU"), requests)
+    for products in ("qkv+out+up", "qkv"):
+        for mixed, full8, exact, (ids, mask) in zip(
+            outs[products], outs["all"], fp16, requests, strict=True
+        ):
+            expected = reference(version, ids, mask)
+            # fewer products rounded to FP8: a different result from all-FP8, and no further
+            # from the checkpoint than it (FP16 where FP8 is not asked for)
+            assert not np.array_equal(mixed, full8) and not np.array_equal(mixed, exact)
+            assert np.abs(mixed - expected).max() < 0.05 * np.abs(expected).max()
+    with pytest.raises(ValueError, match="fp8_products"):
+        flat(runtime, version, "CPU", dtype="fp8", fp8_products="qkv+gelu")
+
+
 def test_a_mask_that_is_not_right_padded_is_refused_alone(
     runtime: types.ModuleType, version: Path
 ) -> None:
@@ -180,7 +205,12 @@ def test_tanh_gelu_and_fp8_stay_near_the_checkpoint(
     runtime: types.ModuleType, version: Path
 ) -> None:
     requests = batch(version)
-    for params, tolerance in (({"gelu": "tanh"}, 0.05), ({"dtype": "fp8"}, 0.15)):
+    for params, tolerance in (
+        ({"gelu": "tanh"}, 0.05),
+        ({"dtype": "fp8"}, 0.15),
+        ({"dtype": "fp8", "fp8_products": "qkv+out+up"}, 0.15),
+        ({"dtype": "fp8", "fp8_products": "out+down"}, 0.15),
+    ):
         model = flat(runtime, version, "GPU", **params)
         for got, (ids, mask) in zip(served(model, requests), requests, strict=True):
             expected = reference(version, ids, mask)
