@@ -205,10 +205,10 @@ def convert(
     gelu: Annotated[
         str,
         typer.Option(
-            help="torch-gpu flat: the FFN's GELU, erf (exact) or tanh (in the GEMM epilogue, "
-            "faster; the parity gate decides)."
+            help="torch-gpu flat: the FFN's GELU, tanh (in the GEMM epilogue, faster) or erf "
+            "(exact): where the parity gate refuses tanh, convert with erf."
         ),
-    ] = "erf",
+    ] = "tanh",
     fp8_products: Annotated[
         str,
         typer.Option(

@@ -27,12 +27,12 @@ def test_engine_gelu_precision_and_token_budget_reach_the_target(
 
     monkeypatch.setattr(conv, "stage", stage)
     args = ["convert", str(tmp_path), "--name", "m", "--runtime", "torch-gpu"]
-    args += ["--precision", "fp8", "--gelu", "tanh", "--max-tokens", "4096"]
+    args += ["--precision", "fp8", "--gelu", "erf", "--max-tokens", "4096"]
     result = CliRunner().invoke(cli.app(), args)
     assert isinstance(result.exception, Stop), result.output
     target = seen["target"]
     assert (target.engine, target.gelu, target.dtype, target.max_tokens) == (
-        "flat", "tanh", "fp8", 4096
+        "flat", "erf", "fp8", 4096
     )  # fmt: skip
     result = CliRunner().invoke(cli.app(), [*args, "--fp8-products", "qkv+out+up"])
     assert isinstance(result.exception, Stop), result.output
