@@ -1,0 +1,96 @@
+"""docq/extract/isolation.py: a reader that hangs, spins, crashes or eats memory becomes that
+document's ExtractionFailed within its limit, and the pool goes on reading the next one.
+
+The misbehaving readers (hostile.py) stand in for a C parser on a hostile file: the limits
+are the kernel's (a timer signal, RLIMIT_AS), so what ends them is real."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from docq.errors import ExtractionFailed
+from docq.extract import Limits, extract_isolated
+from docq.extract.isolation import ExtractorPool, Target
+from tests.docq.extract import hostile
+
+LIMITS = Limits(timeout_s=0.2, memory_mib=256)
+
+
+@pytest.fixture
+def make_pool() -> Iterator[type[ExtractorPool]]:
+    pools: list[ExtractorPool] = []
+
+    def make(target: Target, processes: int = 1) -> ExtractorPool:
+        pool = ExtractorPool(processes, target=target)
+        pools.append(pool)
+        return pool
+
+    yield make  # type: ignore[misc]
+    for pool in pools:
+        pool.close()
+
+
+def failure(pool: ExtractorPool, data: bytes = b"x") -> ExtractionFailed:
+    with pytest.raises(ExtractionFailed) as caught:
+        pool.extract(data, "text/plain", LIMITS)
+    return caught.value
+
+
+@pytest.mark.parametrize("reader", [hostile.hang_in_c, hostile.spin])
+def test_a_reader_that_never_returns_is_a_timeout_and_its_child_is_replaced(
+    make_pool: type[ExtractorPool], reader: Target
+) -> None:
+    pool = make_pool(reader)
+    error = failure(pool)
+    assert error.code == "timeout"
+    assert "its timer ended it" in error.message  # the kernel's timer, not the backstop
+    assert failure(pool).code == "timeout"  # a fresh child took the next one
+
+
+def test_a_reader_that_crashes_is_unreadable_and_the_next_document_is_read(
+    make_pool: type[ExtractorPool],
+) -> None:
+    pool = make_pool(hostile.by_text)
+    before = pool.extract(b"pid", "text/plain", LIMITS).text
+    assert failure(pool, b"crash").code == "unreadable"
+    after = pool.extract(b"pid", "text/plain", LIMITS).text
+    assert after != before  # the dead child was replaced
+    assert pool.extract(b"an invoice", "text/plain", LIMITS).text == "an invoice"
+
+
+def test_children_are_reused_across_documents(make_pool: type[ExtractorPool]) -> None:
+    pool = make_pool(hostile.pid)
+    pids = {pool.extract(b"x", "text/plain", LIMITS).text for _ in range(5)}
+    assert len(pids) == 1
+
+
+def test_a_reader_that_asks_for_too_much_memory_is_too_large(
+    make_pool: type[ExtractorPool],
+) -> None:
+    assert failure(make_pool(hostile.eat_memory)).code == "too_large"
+
+
+def test_a_parser_bug_is_an_unreadable_document_not_an_exception_of_its_own(
+    make_pool: type[ExtractorPool],
+) -> None:
+    error = failure(make_pool(hostile.blow_up))
+    assert error.code == "unreadable"
+    assert "KeyError" in error.message
+
+
+def test_a_hang_after_a_good_document_leaves_the_pool_reading(
+    make_pool: type[ExtractorPool],
+) -> None:
+    pool = make_pool(hostile.by_text)
+    assert failure(pool, b"hang").code == "timeout"
+    assert pool.extract(b"after the hang", "text/plain", LIMITS).text == "after the hang"
+
+
+def test_extract_isolated_gives_extracts_answer_and_its_errors() -> None:
+    got = extract_isolated(b"<p>Invoice <b>7</b></p>", "text/html", Limits())
+    assert (got.text, got.pages, got.extraction) == ("Invoice 7", 1, "text")
+    with pytest.raises(ExtractionFailed) as caught:
+        extract_isolated(b"\xff\xfe", "text/plain", Limits())
+    assert caught.value.code == "unreadable"
