@@ -36,10 +36,13 @@ def _inflated(data: bytes, start: int, budget: int) -> int:
     out = 0
     pos = start
     try:
-        while not inflater.eof and pos < len(data) and out <= budget:
-            chunk = inflater.unconsumed_tail or data[pos : pos + CHUNK]
-            if not inflater.unconsumed_tail:
-                pos += CHUNK
+        while not inflater.eof and out <= budget:
+            if inflater.unconsumed_tail:  # input left over from the last, capped, step
+                chunk = inflater.unconsumed_tail
+            elif pos < len(data):
+                chunk, pos = data[pos : pos + CHUNK], pos + CHUNK
+            else:
+                break
             out += len(inflater.decompress(chunk, STEP))
     except zlib.error:
         pass  # not Flate (an image's DCT, raw bytes) or corrupt: PDFium judges those

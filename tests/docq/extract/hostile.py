@@ -46,3 +46,10 @@ def by_text(data: bytes, content_type: str, limits: Limits) -> Extracted:
     """The document names the misbehaviour ("crash", "hang"...), else it is read as usual."""
     doing = {b"crash": crash, b"hang": hang_in_c, b"pid": pid}.get(data)
     return (doing or extract)(data, content_type, limits)
+
+
+def read_and_tell_pid(data: bytes, content_type: str, limits: Limits) -> Extracted:
+    """extract(), except that the document b"pid" answers which child read it."""
+    return (
+        pid(data, content_type, limits) if data == b"pid" else extract(data, content_type, limits)
+    )

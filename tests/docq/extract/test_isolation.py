@@ -6,7 +6,7 @@ are the kernel's (a timer signal, RLIMIT_AS), so what ends them is real."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -15,11 +15,12 @@ from docq.extract import Limits, extract_isolated
 from docq.extract.isolation import ExtractorPool, Target
 from tests.docq.extract import hostile
 
+MakePool = Callable[..., ExtractorPool]  # (target, processes=1)
 LIMITS = Limits(timeout_s=0.2, memory_mib=256)
 
 
 @pytest.fixture
-def make_pool() -> Iterator[type[ExtractorPool]]:
+def make_pool() -> Iterator[MakePool]:
     pools: list[ExtractorPool] = []
 
     def make(target: Target, processes: int = 1) -> ExtractorPool:
@@ -27,7 +28,7 @@ def make_pool() -> Iterator[type[ExtractorPool]]:
         pools.append(pool)
         return pool
 
-    yield make  # type: ignore[misc]
+    yield make
     for pool in pools:
         pool.close()
 
@@ -40,7 +41,7 @@ def failure(pool: ExtractorPool, data: bytes = b"x") -> ExtractionFailed:
 
 @pytest.mark.parametrize("reader", [hostile.hang_in_c, hostile.spin])
 def test_a_reader_that_never_returns_is_a_timeout_and_its_child_is_replaced(
-    make_pool: type[ExtractorPool], reader: Target
+    make_pool: MakePool, reader: Target
 ) -> None:
     pool = make_pool(reader)
     error = failure(pool)
@@ -50,7 +51,7 @@ def test_a_reader_that_never_returns_is_a_timeout_and_its_child_is_replaced(
 
 
 def test_a_reader_that_crashes_is_unreadable_and_the_next_document_is_read(
-    make_pool: type[ExtractorPool],
+    make_pool: MakePool,
 ) -> None:
     pool = make_pool(hostile.by_text)
     before = pool.extract(b"pid", "text/plain", LIMITS).text
@@ -60,20 +61,20 @@ def test_a_reader_that_crashes_is_unreadable_and_the_next_document_is_read(
     assert pool.extract(b"an invoice", "text/plain", LIMITS).text == "an invoice"
 
 
-def test_children_are_reused_across_documents(make_pool: type[ExtractorPool]) -> None:
+def test_children_are_reused_across_documents(make_pool: MakePool) -> None:
     pool = make_pool(hostile.pid)
     pids = {pool.extract(b"x", "text/plain", LIMITS).text for _ in range(5)}
     assert len(pids) == 1
 
 
 def test_a_reader_that_asks_for_too_much_memory_is_too_large(
-    make_pool: type[ExtractorPool],
+    make_pool: MakePool,
 ) -> None:
     assert failure(make_pool(hostile.eat_memory)).code == "too_large"
 
 
 def test_a_parser_bug_is_an_unreadable_document_not_an_exception_of_its_own(
-    make_pool: type[ExtractorPool],
+    make_pool: MakePool,
 ) -> None:
     error = failure(make_pool(hostile.blow_up))
     assert error.code == "unreadable"
@@ -81,7 +82,7 @@ def test_a_parser_bug_is_an_unreadable_document_not_an_exception_of_its_own(
 
 
 def test_a_hang_after_a_good_document_leaves_the_pool_reading(
-    make_pool: type[ExtractorPool],
+    make_pool: MakePool,
 ) -> None:
     pool = make_pool(hostile.by_text)
     assert failure(pool, b"hang").code == "timeout"
