@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections.abc import Sequence
 
 import docx
 from PIL import Image, ImageDraw, ImageFont
@@ -43,7 +44,7 @@ def _escape(text: str) -> bytes:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("latin-1")
 
 
-def pdf(pages: list[str | Image.Image | None], extra: list[bytes] | None = None) -> bytes:
+def pdf(pages: Sequence[str | Image.Image | None], extra: list[bytes] | None = None) -> bytes:
     """A PDF whose pages are text (a text layer in Helvetica), an image (a scan, no text
     layer) or None (blank). `extra` objects are appended as they are (bombs, junk)."""
     objects: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>", b""]  # 2: the page tree
