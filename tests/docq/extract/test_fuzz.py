@@ -82,7 +82,7 @@ def test_mutated_files_are_read_or_an_extraction_failure(content_type: str) -> N
     def check(data: bytes) -> None:
         got = outcome(data, content_type)
         if isinstance(got, Extracted):
-            assert got.text and 0 < got.pages and got.chars >= len(got.text)
+            assert got.text and got.pages > 0 and got.chars >= len(got.text)
 
     check()
 
