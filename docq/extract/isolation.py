@@ -25,7 +25,8 @@ import queue
 import resource
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -57,6 +58,7 @@ class ExtractorPool:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(PRELOAD)
         self._target = target
+        self._processes = processes
         self._slots = threading.BoundedSemaphore(processes)
         self._idle: queue.LifoQueue[_Child] = queue.LifoQueue()
         self._pid = os.getpid()
@@ -66,7 +68,12 @@ class ExtractorPool:
         with self._slots:
             child = self._take()
             try:
-                child.conn.send((data, content_type, limits))
+                try:
+                    child.conn.send((data, content_type, limits))
+                except OSError:  # it died idle (killed from outside): not this file's doing
+                    child.conn.close()
+                    child = self._take()
+                    child.conn.send((data, content_type, limits))
                 if not child.conn.poll(limits.timeout_s + GRACE_S + BACKSTOP_S):
                     self._end(child)
                     raise ExtractionFailed("timeout", _late(limits) + " (killed)")
@@ -77,6 +84,21 @@ class ExtractorPool:
         if status == "ok":
             return payload  # type: ignore[no-any-return]
         raise payload
+
+    def extract_all(
+        self, documents: Iterable[tuple[bytes, str]], limits: Limits
+    ) -> list[Extracted | ExtractionFailed]:
+        """Each (data, content_type) read in parallel on the pool's children, in order: a
+        document's failure is its item of the list, never the others'."""
+
+        def one(document: tuple[bytes, str]) -> Extracted | ExtractionFailed:
+            try:
+                return self.extract(document[0], document[1], limits)
+            except ExtractionFailed as exc:
+                return exc
+
+        with ThreadPoolExecutor(self._processes, thread_name_prefix="docq-extract") as threads:
+            return list(threads.map(one, documents))
 
     def close(self) -> None:
         """End the idle children (each exits when its pipe closes)."""
@@ -181,3 +203,10 @@ def default_pool() -> ExtractorPool:
 def extract_isolated(data: bytes, content_type: str, limits: Limits) -> Extracted:
     """extract() in a warm child with a hard wall-clock limit and an address-space cap."""
     return default_pool().extract(data, content_type, limits)
+
+
+def extract_all_isolated(
+    documents: Iterable[tuple[bytes, str]], limits: Limits
+) -> list[Extracted | ExtractionFailed]:
+    """A shard's documents read on all of this process's children at once, in order."""
+    return default_pool().extract_all(documents, limits)

@@ -42,9 +42,15 @@ def pid(data: bytes, content_type: str, limits: Limits) -> Extracted:
     return Extracted(str(os.getpid()), 1, "text", 1)
 
 
+def slow_pid(data: bytes, content_type: str, limits: Limits) -> Extracted:
+    """pid, a little later: two documents read at once overlap."""
+    time.sleep(0.3)
+    return pid(data, content_type, limits)
+
+
 def by_text(data: bytes, content_type: str, limits: Limits) -> Extracted:
     """The document names the misbehaviour ("crash", "hang"...), else it is read as usual."""
-    doing = {b"crash": crash, b"hang": hang_in_c, b"pid": pid}.get(data)
+    doing = {b"crash": crash, b"hang": hang_in_c, b"pid": pid, b"slow pid": slow_pid}.get(data)
     return (doing or extract)(data, content_type, limits)
 
 

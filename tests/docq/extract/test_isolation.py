@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from docq.errors import ExtractionFailed
-from docq.extract import Limits, extract_isolated
+from docq.extract import Extracted, Limits, extract_isolated
 from docq.extract.isolation import ExtractorPool, Target
 from tests.docq.extract import hostile
 
@@ -95,3 +95,18 @@ def test_extract_isolated_gives_extracts_answer_and_its_errors() -> None:
     with pytest.raises(ExtractionFailed) as caught:
         extract_isolated(b"\xff\xfe", "text/plain", Limits())
     assert caught.value.code == "unreadable"
+
+
+def test_extract_all_reads_documents_on_every_child_in_order_each_failure_its_own(
+    make_pool: MakePool,
+) -> None:
+    pool = make_pool(hostile.by_text, 2)
+    docs = [(b"first", "text/plain"), (b"crash", "text/plain"), (b"third", "text/plain")]
+    got = pool.extract_all(docs, LIMITS)
+    assert [g.text if isinstance(g, Extracted) else g.code for g in got] == [
+        "first",
+        "unreadable",
+        "third",
+    ]
+    pids = pool.extract_all([(b"slow pid", "text/plain")] * 4, LIMITS)
+    assert len({p.text for p in pids if isinstance(p, Extracted)}) == 2  # both children read
