@@ -4,6 +4,7 @@ tests: each runs in the pool's child (imported there by name), in place of extra
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from docq.extract import Extracted, Limits, extract
@@ -59,3 +60,10 @@ def read_and_tell_pid(data: bytes, content_type: str, limits: Limits) -> Extract
     return (
         pid(data, content_type, limits) if data == b"pid" else extract(data, content_type, limits)
     )
+
+
+def hang_deaf(data: bytes, content_type: str, limits: Limits) -> Extracted:
+    """Hangs with SIGALRM blocked, so its own timer cannot end it: only the parent's kill."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(3600)
+    raise AssertionError("unreachable")

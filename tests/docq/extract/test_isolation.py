@@ -6,6 +6,7 @@ are the kernel's (a timer signal, RLIMIT_AS), so what ends them is real."""
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -110,3 +111,19 @@ def test_extract_all_reads_documents_on_every_child_in_order_each_failure_its_ow
     ]
     pids = pool.extract_all([(b"slow pid", "text/plain")] * 4, LIMITS)
     assert len({p.text for p in pids if isinstance(p, Extracted)}) == 2  # both children read
+
+
+@pytest.mark.faults  # the pool itself SIGKILLs the child: tests/tiers.py counts that a kill
+def test_a_reader_deaf_to_its_timer_is_killed_by_the_parent_and_replaced(
+    make_pool: MakePool,
+) -> None:
+    def children() -> int:
+        return sum(1 for p in multiprocessing.active_children() if p.name == "docq-extract")
+
+    pool = make_pool(hostile.hang_deaf)
+    before = children()
+    for _ in range(2):  # the second in a fresh child: the killed one is gone
+        error = failure(pool)
+        assert error.code == "timeout"
+        assert "(killed)" in error.message
+    assert children() == before  # none of them left running
