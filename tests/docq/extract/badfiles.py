@@ -92,6 +92,16 @@ def _pdf_object_stream_bomb() -> bytes:
     )
 
 
+def _pdf_image(width: int, height: int, raw: bytes) -> bytes:
+    """A PDF whose page shows one grey image that declares width x height and holds raw."""
+    image = _flate(
+        raw,
+        b"/Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 "
+        % (width, height),
+    )
+    return samples.pdf(["A page with an image"], extra=[image])
+
+
 def _png_header(width: int, height: int) -> bytes:
     """A PNG that declares width x height grey pixels and holds a few bytes of them."""
 
@@ -151,6 +161,8 @@ CATALOGUE: list[BadFile] = [
     BadFile("pdf with more pages than the limit", lambda: samples.pdf(["p"] * 6), PDF, "too_many_pages"),
     BadFile("pdf content stream bomb (32 MB of zeros)", _pdf_content_bomb, PDF, "too_large"),
     BadFile("pdf object stream bomb (/ObjStm, 32 MB)", _pdf_object_stream_bomb, PDF, "too_large"),
+    BadFile("pdf image declaring 100,000 x 100,000 pixels", lambda: _pdf_image(100_000, 100_000, bytes(1000)), PDF, "too_many_pixels"),
+    BadFile("pdf image inflating past its declared size", lambda: _pdf_image(10, 10, bytes(4 << 20)), PDF, "too_large"),
     BadFile("pdf with no pages", lambda: samples.serialize([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]), PDF, "unreadable"),
     BadFile("pdf of blank pages (OCR finds nothing)", lambda: samples.pdf([None, None]), PDF, "no_text"),
     BadFile("pdf scan past the time limit", lambda: samples.pdf([samples.page_image(["slow scan"])] * 2), PDF, "timeout", Limits(timeout_s=1e-9)),

@@ -109,3 +109,12 @@ def test_without_tesseract_data_a_scan_fails_clearly_and_a_text_pdf_still_reads(
     assert extract(samples.pdf([text]), PDF, nowhere).text == text
     assert available(nowhere) is not None
     assert available(LIMITS) is None  # here (make system) it is installed
+
+
+def test_a_long_scanned_pdf_is_not_taken_for_a_bomb() -> None:
+    # 8 pages of 2.2 M pixels (150 dpi A4) inflate to 17 MB: past an 8 MB limit on other
+    # streams, but each image is held to its declared size instead
+    blank = Image.new("L", (1240, 1754), 255)
+    data = samples.pdf([blank] * 8 + ["The last page has a text layer of its own"])
+    got = extract(data, PDF, Limits(ocr_dpi=72, max_decompressed_bytes=8 << 20))
+    assert (got.pages, got.extraction) == (9, "mixed")
