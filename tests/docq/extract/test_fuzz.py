@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docq.errors import ExtractionFailed
-from docq.extract import CONTENT_TYPES, Extracted, Limits, extract
+from docq.extract import CONTENT_TYPES, Extracted, Limits, extract, sniff
 from docq.extract.base import DOCX, HTML, JPEG, PDF, PNG, TEXT, TIFF
 from docq.extract.isolation import ExtractorPool
 from tests.docq.extract import samples
@@ -73,6 +73,15 @@ def test_random_bytes_under_any_type_are_read_or_an_extraction_failure(
     got = outcome(data, content_type)
     if isinstance(got, ExtractionFailed):
         assert got.code in ExtractionFailed.CODES and got.message
+
+
+@FUZZ
+@given(data=st.one_of(st.binary(max_size=2048), *(mutated(seed) for seed in SEEDS.values())))
+def test_sniff_never_raises_and_names_a_content_type_or_none(data: bytes) -> None:
+    found = sniff(data)
+    assert found is None or found in CONTENT_TYPES
+    if found in (TEXT, HTML):  # what it calls text, the text readers can decode
+        assert data.decode("utf-8-sig") is not None
 
 
 @pytest.mark.parametrize("content_type", sorted(SEEDS))
