@@ -3,6 +3,12 @@ OCR of 300 dpi A4 scans with tesserocr against pytesseract, and extract_isolated
 cost against extract() in the calling process and against a fresh child per document.
 
     .venv/bin/python -m bench.extract --out bench/extract-2026-12-02.json
+    OMP_THREAD_LIMIT=1 .venv/bin/python -m bench.extract --ocr-pages 6 \
+        --out bench/extract-2026-12-02-omp1.json
+
+Debian's tesseract program (pytesseract's) is built with OpenMP: its idle threads spin, so
+its CPU seconds, and so its per-core rate, look 5x worse than they are unless
+OMP_THREAD_LIMIT=1 holds it to one thread (the second run: the fair per-core comparison).
 
 Rates are per core: pages over the CPU seconds spent (this process's, plus its children's
 for pytesseract, which runs the tesseract program), so a library that uses more threads is
