@@ -22,6 +22,7 @@ from docq.config_fields import (
     Webhooks,
     Workers,
 )
+from docq.config_uploads import Files
 from docq.errors import WebhookRefused
 from docq.webhook_guard import check_secret, check_url
 
@@ -31,7 +32,9 @@ __all__ = ["REPO_ROOT", "Settings", "get_settings"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-class Settings(BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks):
+class Settings(  # one base per area
+    BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks, Files
+):
     """docq settings; validated once at process start (fields: config_fields.py)."""
 
     model_config = SettingsConfigDict(env_prefix="DOCQ_", env_file=None, extra="ignore")
