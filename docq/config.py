@@ -11,6 +11,7 @@ from functools import lru_cache
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from docq.config_extract import Extraction
 from docq.config_fields import (
     REPO_ROOT,
     Access,
@@ -33,7 +34,17 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 class Settings(  # one base per area
-    BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks, Files
+    BaseSettings,
+    Places,
+    Api,
+    Access,
+    JobStore,
+    Workers,
+    Models,
+    Scheduling,
+    Webhooks,
+    Extraction,
+    Files,
 ):
     """docq settings; validated once at process start (fields: config_fields.py)."""
 
