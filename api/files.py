@@ -49,6 +49,14 @@ def declared_type(raw: str | None) -> str | None:
     return TEXT if name.startswith("text/") and name != HTML else name
 
 
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _where(i: int, doc_id: str) -> str:
     return f"document {i} ({doc_id!r})"
 
@@ -80,7 +88,7 @@ def file_document(
             {"document": i, "id": doc_id, "field": "content_type", "declared": declared},
         )
     if sniffed is None:
-        if declared in (None, TEXT):
+        if declared == TEXT or (declared is None and _utf8(data)):
             return None
         raise UnsupportedMediaType(
             f"{_where(i, doc_id)}: its bytes are no type docq reads ({READ})",
@@ -121,8 +129,6 @@ def decode_content(i: int, doc_id: str, content: str, max_file_bytes: int) -> by
             {"errors": [{"document": i, "id": doc_id, "field": "content", "message": "empty"}]},
         )
     return data
-
-
 
 
 def carrying(doc: FileDocumentIn, data: bytes) -> FileDocumentIn:

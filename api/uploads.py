@@ -30,6 +30,7 @@ import pydantic
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 
+from api.files import resolve, text_cap
 from api.formats import parse_json, parse_multipart, parse_ndjson, too_many, webhook_fields
 from docq.config import Settings
 from docq.errors import (
@@ -38,7 +39,6 @@ from docq.errors import (
     UnsupportedMediaType,
     ValidationError,
 )
-from api.files import resolve, text_cap
 from docq.schemas import DocumentIn, FileDocumentIn, JobCreate, untagged
 
 JSON = "application/json"

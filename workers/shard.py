@@ -116,7 +116,13 @@ def result(doc: ShardDocument, pred: Prediction | str | None) -> dict[str, Any]:
     }
     if isinstance(pred, str):
         return {"id": doc.id, "error": pred, **read}
-    return {"id": doc.id, "label": pred.label, "scores": pred.scores, "windows": pred.windows, **read}
+    return {
+        "id": doc.id,
+        "label": pred.label,
+        "scores": pred.scores,
+        "windows": pred.windows,
+        **read,
+    }
 
 
 def fail_shard(

@@ -152,9 +152,7 @@ def extract_shard(self: Task, job_id: str, shard: int, failing_since: float | No
     limits = Limits.from_settings(s)
 
     def run() -> None:
-        job = read_shard_files(
-            store(), job_id, shard, limits=limits, parallel=s.read_files_at_once
-        )
+        job = read_shard_files(store(), job_id, shard, limits=limits, parallel=s.read_files_at_once)
         store().recovery.release(job_id, shard)
         if job is not None:  # a broker outage here retries: the next run only hands on
             enqueue_shards(app, job, [shard], lanes=s.bulk_lanes, extracted=True)

@@ -44,7 +44,9 @@ class Files:
         entries = [d.entry() for d in documents]
         with self.r.pipeline(transaction=True) as p:
             p.set(keys.shard(job_id, n), pack_entries(entries), xx=True, keepttl=True)
-            done = [keys.file(job_id, d.index) for d in documents if d.content_type and not d.pending]
+            done = [
+                keys.file(job_id, d.index) for d in documents if d.content_type and not d.pending
+            ]
             if done:
                 p.delete(*done)
             written = p.execute()[0]

@@ -36,8 +36,8 @@ from docq.store.codec import (
     shard_document,
     unpack_shard,
 )
-from docq.store.files import Files
 from docq.store.deliveries import Deliveries, WebhookTarget
+from docq.store.files import Files
 from docq.store.idempotency import IdempotencyClaim, IdempotencyKeys
 from docq.store.recovery import Recovery
 
