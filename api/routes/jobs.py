@@ -15,7 +15,7 @@ from prometheus_client import Histogram
 from api import errors, submissions
 from api.auth import Tenant
 from api.deps import Deps
-from api.uploads import NDJSON, parse_upload
+from api.uploads import MULTIPART, NDJSON, parse_upload
 from docq import webhooks
 from docq.errors import QueueUnavailable, ValidationError
 from docq.metrics import JOBS_FINISHED
@@ -45,14 +45,43 @@ IdempotencyKey = Annotated[
 
 # api/uploads.py reads the body itself (three formats), so FastAPI cannot infer it: declare
 # it, so that /docs shows a body to edit and sends it.
+# A document is `{"id", "text"}`, or a file `{"id", "content": base64, "content_type"}`
+# (PDF, PNG, JPEG, TIFF, DOCX, HTML, text: judged from the bytes, api/files.py).
 UPLOAD_BODY = {
     "required": True,
     "content": {
         "application/json": {
             "schema": {"type": "object"},
-            "example": {"model": "doc-type", "documents": [{"id": "a", "text": "INVOICE 4711"}]},
+            "example": {
+                "model": "doc-type",
+                "documents": [
+                    {"id": "a", "text": "INVOICE 4711"},
+                    {
+                        "id": "b.html",
+                        "content": "PHA+SU5WT0lDRSA0NzEyPC9wPg==",
+                        "content_type": "text/html",
+                    },
+                ],
+            },
         },
         NDJSON: {"schema": {"type": "string"}, "example": '{"id": "a", "text": "INVOICE 4711"}\n'},
+        MULTIPART: {
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "files": {
+                        "type": "array",
+                        "items": {"type": "string", "format": "binary"},
+                        "description": "One document per file (id = file name): text, PDF, "
+                        "PNG/JPEG/TIFF scans, DOCX or HTML, typed by their bytes.",
+                    },
+                    "model": {"type": "string"},
+                    "webhook_url": {"type": "string"},
+                    "webhook_secret": {"type": "string"},
+                },
+                "required": ["files"],
+            }
+        },
     },
 }
 
