@@ -140,7 +140,7 @@ async def _document(i: int, item: UploadFile, settings: Settings) -> Any:
                 f"invalid document {i}: text: {item.filename!r} is not UTF-8 text",
                 {"errors": [{"document": i, "id": item.filename, "field": "text"}]},
             ) from None
-    if doc.content is None:
+    if doc.content is None or doc.content_type is None:
         return {"id": doc_id, "text": doc.text}
     checked = FileDocumentIn.model_construct(id=doc_id, content="", content_type=doc.content_type)
     return carrying(checked, doc.content)

@@ -98,7 +98,7 @@ def _leased(
     job_id: str,
     shard: int,
     failing_since: float | None,
-    run: Callable[[], None],
+    run: Callable[[], object],
     *,
     release: bool = True,
 ) -> None:
