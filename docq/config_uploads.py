@@ -26,7 +26,8 @@ class Files(BaseModel):
         4,
         ge=1,
         description="Files of one shard an extract task reads at once, each in a child "
-        "process of its own (docq.extract). More finishes a shard of slow scans sooner and "
-        "takes as many cores and times DOCQ_EXTRACT_MEMORY_MIB of memory; an extract worker "
-        "runs `--concurrency` shards at once on top.",
+        "process of the worker's pool (docq.extract, DOCQ_EXTRACT_PROCESSES children, which "
+        "the shards of a worker's `--concurrency` share: files beyond it wait for a child). "
+        "More finishes a shard of slow scans sooner and takes as many cores, each child up "
+        "to DOCQ_EXTRACT_MEMORY_MIB.",
     )
