@@ -5,7 +5,9 @@ shards it was reading. Their messages stay unacknowledged until the visibility t
 at its hour here, so it cannot be what recovers them): the shard's lease stops being renewed
 and a sweeper (a thread in every shard worker, the bulk worker's here too) brings the shard
 back to the extract queue; the file bytes are still in Redis, since they are only deleted in
-the write that stores their text. Answered once is counted by the job store's ledger.
+the write that stores their text. A queued extract message is also lost outright (as a
+kill in BRPOP's instant loses one): the audits find its shard in no queue and enqueue it
+again. Answered once is counted by the job store's ledger.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 
 from devstack.services import celery_worker, redis_server
 from docq.config import Settings
+from docq.queue import EXTRACT_QUEUE
 from docq.store import JobStore
 from tests.conftest import settings_env, tenant_headers
 from tests.files import INVOICE, pdf
@@ -88,6 +92,8 @@ def test_an_extract_worker_killed_mid_shard_loses_no_file_and_answers_once(
             victim.wait(timeout=30)
         job = store.get_job(created["id"])
         assert any(d.pending for d in store.load_shard(job, running)), "it finished first"
+        # a kill in BRPOP's instant: the oldest queued message leaves Redis, recorded nowhere
+        assert redis.Redis.from_url(crash_settings.redis_url).rpop(EXTRACT_QUEUE) is not None
         # the next worker starts at once, as a supervisor would start one
         with celery_worker(env, tmp_path / "next.log", "extract", "next", concurrency=2):
             final, _ = wait_until_final(api, created["id"], timeout=600)
@@ -103,5 +109,6 @@ def test_an_extract_worker_killed_mid_shard_loses_no_file_and_answers_once(
         assert store.answers(created["id"]) == dict.fromkeys(range(FILES), 1)
         logs = "".join((tmp_path / n).read_text(errors="replace") for n in ("bulk.log", "next.log"))
         assert "lease expired" in logs or "its worker was lost holding its message" in logs
+        assert "were in no queue, unacknowledged message or lease" in logs  # the audits'
         assert store.recovery.held() == {}
         assert all(store.files.load(created["id"], i) is None for i in range(FILES))
