@@ -9,6 +9,9 @@ PDF is a one-page text PDF padded with an incompressible stream to its size, as 
 (a distinct file each upload). Bodies are built before timing: the client's own encoding
 is not the API's latency.
 
+Last, `--batches` uploads of all `--uploads` PDFs at once (one 200 MB multipart body: its
+p90/p99 columns are its max).
+
     python -m bench.upload_files --uploads 200 --size-mb 1 --out bench/upload-files.json
 """
 
@@ -61,10 +64,18 @@ def padded_pdf(size: int, seed: int) -> bytes:
     return bytes(out)
 
 
-def bodies(form: str, n: int, size: int) -> list[tuple[bytes, str]]:
-    """(body, content type) of n uploads of one PDF each, built ahead of timing."""
+def bodies(form: str, n: int, size: int, per_upload: int = 1) -> list[tuple[bytes, str]]:
+    """(body, content type) of n uploads of `per_upload` PDFs each, built ahead of timing."""
     out = []
     for i in range(n):
+        if form == "multipart-batch":
+            files = [
+                ("files", (f"scan-{i}-{k}.pdf", padded_pdf(size, k), "application/pdf"))
+                for k in range(per_upload)
+            ]
+            req = httpx.Request("POST", "http://x/v1/jobs", files=files)
+            out.append((req.read(), req.headers["content-type"]))
+            continue
         pdf = padded_pdf(size, i)
         if form == "multipart":
             files = [("files", (f"scan-{i}.pdf", pdf, "application/pdf"))]
@@ -107,6 +118,7 @@ def main() -> None:
     ap.add_argument("--uploads", type=int, default=200)
     ap.add_argument("--size-mb", type=float, default=1.0)
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--batches", type=int, default=3, help="uploads of --uploads PDFs at once")
     ap.add_argument("--out", type=Path, default=Path("bench/upload-files.json"))
     args = ap.parse_args()
     size = int(args.size_mb * 1024 * 1024)
@@ -149,6 +161,36 @@ def main() -> None:
                             }
                         )
                         print(f"{form} x{clients}: done", flush=True)
+                if args.batches:  # the same PDFs, all in one upload (a client's folder)
+                    ms = []
+                    for _ in range(args.batches):
+                        r.flushdb()
+                        headers = tenant_headers(s)
+                        todo = bodies("multipart-batch", 1, size, args.uploads)
+                        t = time.perf_counter()
+                        resp = httpx.post(
+                            f"{url}/v1/jobs",
+                            content=todo[0][0],
+                            headers={**headers, "content-type": todo[0][1]},
+                            timeout=300,
+                        )
+                        ms.append((time.perf_counter() - t) * 1000)
+                        if resp.status_code != 202:
+                            raise RuntimeError(f"{resp.status_code}: {resp.text[:300]}")
+                    rows.append(
+                        {
+                            "form": f"multipart, {args.uploads} PDFs in one upload",
+                            "clients": 1,
+                            "uploads": len(ms),
+                            "pdf_bytes": len(padded_pdf(size, 0)),
+                            "body_bytes": len(todo[0][0]),
+                            "p50_ms": round(statistics.median(ms), 1),
+                            "p90_ms": round(max(ms), 1),
+                            "p99_ms": round(max(ms), 1),
+                            "max_ms": round(max(ms), 1),
+                            "redis_used_mb": round(int(r.info("memory")["used_memory"]) / 2**20, 1),
+                        }
+                    )
     report = {
         "what": "upload of one PDF answered 202 (no workers), make-up's redis (fsync always)",
         "cpus": os.cpu_count(),
