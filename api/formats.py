@@ -1,6 +1,7 @@
 """The three body formats of an upload, decoded into the raw upload dict that
 api/uploads.py validates: JSON, NDJSON and multipart. Each stops at the document cap while
 it parses, so a body of millions of tiny documents is refused before it is held whole.
+A multipart file is judged by api/files.py as it is read (text, or a file to extract).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from typing import Any
 from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
+from api.files import carrying, declared_type, file_document, text_cap, too_large
 from docq.config import Settings
 from docq.errors import MalformedBody, PayloadTooLarge, ValidationError
+from docq.extract.base import TEXT
+from docq.schemas import FileDocumentIn
 
 
 def too_many(limit: int, seen: int | None = None) -> PayloadTooLarge:
@@ -82,44 +86,84 @@ def parse_ndjson(body: bytes, model: str | None, max_documents: int) -> dict[str
 
 
 class CappedParser(MultiPartParser):
-    """Starlette's multipart parser, refusing a file as soon as it passes `max_file_bytes`
-    (its size is counted as it streams, not after it was spooled)."""
+    """Starlette's multipart parser, refusing a file as soon as it passes its cap (its size
+    is counted as it streams, not after it was spooled): `text_bytes` for a part declared
+    as text, `file_bytes` for one declared as another type, the larger of the two for one
+    that declares nothing (its bytes tell once it is whole, api/files.py)."""
 
-    def __init__(self, *args: Any, max_file_bytes: int, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, text_bytes: int, file_bytes: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.max_file_bytes = max_file_bytes
+        self.text_bytes, self.file_bytes = text_bytes, file_bytes
         self._file_bytes = 0
+        self._cap = 0
 
     def on_part_begin(self) -> None:
         super().on_part_begin()
         self._file_bytes = 0
 
+    def on_headers_finished(self) -> None:
+        super().on_headers_finished()
+        file = self._current_part.file
+        if file is not None:
+            declared = declared_type(file.content_type)
+            self._cap = {None: max(self.text_bytes, self.file_bytes), TEXT: self.text_bytes}.get(
+                declared, self.file_bytes
+            )
+
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         part = self._current_part
         if part.file is not None:
             self._file_bytes += end - start
-            if self._file_bytes > self.max_file_bytes:
-                raise PayloadTooLarge(
-                    f"file {part.file.filename!r} is larger than {self.max_file_bytes} bytes",
-                    {"limit": self.max_file_bytes, "field": "files", "id": part.file.filename},
-                )
+            if self._file_bytes > self._cap:
+                raise too_large(part.file.filename or "", self._cap)
         super().on_part_data(data, start, end)
+
+
+async def _document(i: int, item: UploadFile, settings: Settings) -> Any:
+    """One file part as a raw document: `{"id", "text"}` for text (as before files), a
+    FileDocumentIn carrying its bytes for a file."""
+    raw = await item.read()
+    doc_id = item.filename or ""
+    doc = file_document(
+        i,
+        doc_id,
+        raw,
+        declared_type(item.content_type),
+        max_file_bytes=settings.max_file_bytes,
+        text_bytes=text_cap(settings.max_document_chars),
+    )
+    if doc is None:  # said to be text, or nothing, and is no type: refused as text always was
+        try:
+            return {"id": item.filename, "text": raw.decode("utf-8")}
+        except UnicodeDecodeError:
+            raise ValidationError(
+                f"invalid document {i}: text: {item.filename!r} is not UTF-8 text",
+                {"errors": [{"document": i, "id": item.filename, "field": "text"}]},
+            ) from None
+    if doc.content is None or doc.content_type is None:
+        return {"id": doc_id, "text": doc.text}
+    checked = FileDocumentIn.model_construct(id=doc_id, content="", content_type=doc.content_type)
+    return carrying(checked, doc.content)
 
 
 async def parse_multipart(
     headers: Headers, stream: AsyncIterator[bytes], settings: Settings
 ) -> dict[str, Any]:
-    """Text files in `files` (id = file name), `model` and the webhook form fields; files
-    are counted and capped as they stream."""
+    """Files in `files` (id = file name: text files, PDFs, scans, DOCX, HTML), `model` and
+    the webhook form fields; files are counted and capped as they stream."""
     cap = settings.max_documents_per_job
+    text_bytes = text_cap(settings.max_document_chars)
     parser = CappedParser(
         headers,
         stream,
         max_files=cap,
         max_fields=16,
-        # a document of max_document_chars characters is at most 4 bytes a character
-        max_file_bytes=4 * settings.max_document_chars,
+        text_bytes=text_bytes,
+        file_bytes=settings.max_file_bytes,
     )
+    # Every file is read whole into memory to be stored (max_upload_bytes bounds them all):
+    # spooling a part to disk first would only write it twice.
+    parser.spool_max_size = max(text_bytes, settings.max_file_bytes)
     try:
         form = await parser.parse()
     except MultiPartException as exc:
@@ -138,15 +182,7 @@ async def parse_multipart(
                     f"invalid document {i}: files: expected a file, got a plain field",
                     {"errors": [{"document": i, "field": "files"}]},
                 )
-            raw = await item.read()
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValidationError(
-                    f"invalid document {i}: text: {item.filename!r} is not UTF-8 text",
-                    {"errors": [{"document": i, "id": item.filename, "field": "text"}]},
-                ) from None
-            documents.append({"id": item.filename, "text": text})
+            documents.append(await _document(i, item, settings))
         webhook = webhook_fields(form)
     finally:
         await form.close()

@@ -6,6 +6,7 @@ and the rollback that leaves nothing behind when a step fails. Routes parse and 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from docq.errors import (
 )
 from docq.jobs import JobRecord
 from docq.queue import enqueue_shards
-from docq.schemas import JobCreate, JobCreated, WebhookCreated
+from docq.schemas import DocumentIn, FileDocumentIn, JobCreate, JobCreated, WebhookCreated
 from docq.store import Document, IdempotencyClaim, WebhookTarget
 from docq.store.idempotency import fingerprint, key_digest
 from docq.store.tenants import Tenants
@@ -61,14 +62,14 @@ def submit(
         raise ValidationError("no model given and no default model configured", {"field": "model"})
     webhook = _webhook_target(upload, deps.settings)
     deps.catalog.require(model)
-    documents = [Document(d.id, d.text) for d in upload.documents]
+    documents = [_document(d) for d in upload.documents]
     claim = None
     if idempotency_key is not None:
         digest = key_digest(tenant, idempotency_key)
         claim = IdempotencyClaim(
             job_id=deps.store.new_job_id(),
             fingerprint=fingerprint(
-                model, ((d.id, d.text) for d in documents), webhook.url if webhook else None
+                model, (_fingerprinted(d) for d in documents), webhook.url if webhook else None
             ),
             bound=False,
         )
@@ -84,6 +85,22 @@ def submit(
             url=webhook.url, secret=webhook.secret if webhook.secret_generated else None
         )
     return Submitted(_created(job, shown), replayed=False)
+
+
+def _document(doc: DocumentIn | FileDocumentIn) -> Document:
+    """A checked document as the job store keeps it (a file: its bytes and sniffed type)."""
+    if isinstance(doc, DocumentIn):
+        return Document(doc.id, doc.text)
+    assert doc.data is not None, "files are checked before they are submitted (api/files.py)"
+    return Document(doc.id, "", content_type=doc.content_type, content=doc.data)
+
+
+def _fingerprinted(doc: Document) -> tuple[str, str]:
+    """What of a document makes two uploads the same request: its text, or its file's type
+    and digest (after a NUL, which no text holds, so no text can look like a file)."""
+    if doc.content is None:
+        return doc.id, doc.text
+    return doc.id, f"\x00{doc.content_type} {hashlib.sha256(doc.content).hexdigest()}"
 
 
 def _webhook_target(upload: JobCreate, settings: Settings) -> WebhookTarget | None:
@@ -133,7 +150,8 @@ def _create(
         try:
             enqueue_shards(deps.celery, job, lanes=deps.settings.bulk_lanes)
         except QueueUnavailable as exc:  # leave nothing behind, tell the client
-            deps.store.delete_job(job.id, job.shards)
+            files = [i for i, d in enumerate(documents) if d.content is not None]
+            deps.store.delete_job(job.id, job.shards, files)
             raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
     except BaseException:
         if idempotency is not None:

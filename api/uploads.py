@@ -2,7 +2,11 @@
 
 - `application/json`: `{"model": ..., "documents": [{"id", "text"}, ...]}`
 - `application/x-ndjson`: one `{"id", "text"}` per line, model in `?model=`
-- `multipart/form-data`: text files in `files` (id = file name), model in the `model` field
+- `multipart/form-data`: files in `files` (id = file name), model in the `model` field
+
+A document may be a file instead of text: a multipart part of any type docq reads (PDF,
+PNG/JPEG/TIFF, DOCX, HTML, text), or in JSON/NDJSON `{"id", "content": base64,
+"content_type"}`. Its type is judged from its bytes and its size capped (api/files.py).
 
 The webhook is `"webhook": {"url", "secret"}` in JSON, and `webhook_url` / `webhook_secret`
 query parameters (NDJSON) or form fields (multipart) otherwise.
@@ -26,6 +30,7 @@ import pydantic
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 
+from api.files import resolve, text_cap
 from api.formats import parse_json, parse_multipart, parse_ndjson, too_many, webhook_fields
 from docq.config import Settings
 from docq.errors import (
@@ -34,7 +39,7 @@ from docq.errors import (
     UnsupportedMediaType,
     ValidationError,
 )
-from docq.schemas import JobCreate
+from docq.schemas import DocumentIn, FileDocumentIn, JobCreate, untagged
 
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
@@ -103,7 +108,7 @@ def _problems(exc: pydantic.ValidationError, raw: Any) -> list[dict[str, Any]]:
     """pydantic errors as `{document, id, field, message}` entries."""
     out = []
     for err in exc.errors(include_url=False, include_input=False):
-        loc = list(err["loc"])
+        loc = untagged(list(err["loc"]))
         entry: dict[str, Any] = {"loc": loc, "message": err["msg"]}
         if len(loc) >= 2 and loc[0] == "documents" and isinstance(loc[1], int):
             entry["document"] = loc[1]
@@ -136,21 +141,32 @@ def validate(raw: Any, settings: Settings) -> JobCreate:
     return check_limits(job, settings)
 
 
+def resolve_files(job: JobCreate, settings: Settings) -> None:
+    """Check every file document of a schema-valid upload (base64, size, type: api/files.py);
+    one that is plain text becomes a text document."""
+    text_bytes = text_cap(settings.max_document_chars)
+    for i, doc in enumerate(job.documents):
+        if isinstance(doc, FileDocumentIn):
+            job.documents[i] = resolve(i, doc, settings.max_file_bytes, text_bytes)
+
+
 def check_limits(job: JobCreate, settings: Settings) -> JobCreate:
     """docq's own limits on a schema-valid upload: size, unique ids, no NUL character, text
-    that is more than whitespace."""
+    that is more than whitespace; files are checked first (resolve_files)."""
     if len(job.documents) > settings.max_documents_per_job:
         raise too_many(settings.max_documents_per_job, len(job.documents))
+    resolve_files(job, settings)
     seen: dict[str, int] = {}
     for i, doc in enumerate(job.documents):
-        for field, value in (("id", doc.id), ("text", doc.text)):
+        text = doc.text if isinstance(doc, DocumentIn) else None
+        for field, value in (("id", doc.id), ("text", text or "")):
             if "\x00" in value:  # (lone surrogates are refused by the schema itself)
                 raise ValidationError(
                     f"invalid document {i}: {field}: contains a NUL character at position "
                     f"{value.index(chr(0))}",
                     {"errors": [{"document": i, "field": field, "message": "contains NUL"}]},
                 )
-        if not doc.text.strip():
+        if text is not None and not text.strip():
             raise ValidationError(
                 f"invalid document {i}: text: only whitespace",
                 {"errors": [{"document": i, "id": doc.id, "field": "text", "message": "blank"}]},
@@ -165,9 +181,9 @@ def check_limits(job: JobCreate, settings: Settings) -> JobCreate:
                 },
             )
         seen[doc.id] = i
-        if len(doc.text) > settings.max_document_chars:
+        if text is not None and len(text) > settings.max_document_chars:
             raise PayloadTooLarge(
-                f"document {i} ({doc.id!r}) has {len(doc.text)} characters; the limit is "
+                f"document {i} ({doc.id!r}) has {len(text)} characters; the limit is "
                 f"{settings.max_document_chars}",
                 {"document": i, "id": doc.id, "field": "text"},
             )

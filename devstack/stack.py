@@ -18,6 +18,9 @@ RUN_DIR = REPO / ".run"  # make up's data (Redis AOF); ignored by git
 # Threads of one shard worker process: its shards share one batcher (cross-shard batches)
 # and one gRPC channel.
 SHARD_THREADS = 4
+# Shards one extract worker reads at once; each reads DOCQ_READ_FILES_AT_ONCE files at once
+# in child processes (docq.extract), so this times that is the cores it may take.
+EXTRACT_THREADS = 2
 # On one shared box the API answers first, then the workers, then batch inference (nice).
 WORKER_NICE = 5
 TRITON_NICE = 10
@@ -128,6 +131,18 @@ def local_stack(log_level: str = "INFO") -> dict[str, Process]:
                 log_level=log_level,
             ),
             {"DOCQ_WORKER_METRICS_PORT": "9102"},
+            WORKER_NICE,
+        ),
+        "extract": Process(
+            # files (PDF, scans, DOCX, HTML) read into text before their shards are classified
+            worker(
+                "extract",
+                "extract",
+                concurrency=EXTRACT_THREADS,
+                pool="threads",
+                log_level=log_level,
+            ),
+            {"DOCQ_WORKER_METRICS_PORT": "9104"},
             WORKER_NICE,
         ),
         "webhooks": Process(

@@ -23,6 +23,7 @@ from docq.config_fields import (
     Webhooks,
     Workers,
 )
+from docq.config_uploads import Files
 from docq.errors import WebhookRefused
 from docq.webhook_guard import check_secret, check_url
 
@@ -32,8 +33,18 @@ __all__ = ["REPO_ROOT", "Settings", "get_settings"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-class Settings(
-    BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks, Extraction
+class Settings(  # one base per area
+    BaseSettings,
+    Places,
+    Api,
+    Access,
+    JobStore,
+    Workers,
+    Models,
+    Scheduling,
+    Webhooks,
+    Extraction,
+    Files,
 ):
     """docq settings; validated once at process start (fields: config_fields.py)."""
 

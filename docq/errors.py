@@ -6,6 +6,7 @@
      │    │    ├── MalformedBody
      │    │    ├── PayloadTooLarge
      │    │    ├── UnsupportedMediaType
+     │    │    ├── ContentTypeMismatch   a file's declared type is not what its bytes are
      │    │    └── WebhookRefused     a webhook URL or secret docq will not use (SSRF guard)
      │    ├── Unauthorized       no API key, or one that is unknown or revoked (401)
      │    ├── NotFound           no such job (or it has expired, or is another tenant's)
@@ -65,9 +66,17 @@ class PayloadTooLarge(ValidationError):
 
 
 class UnsupportedMediaType(ValidationError):
-    """The upload's content type is none of JSON, NDJSON or multipart."""
+    """The upload's content type is none of JSON, NDJSON or multipart, or a file's is none
+    docq reads (judged from its bytes)."""
 
     code = "unsupported_media_type"
+
+
+class ContentTypeMismatch(ValidationError):
+    """A file's declared content type disagrees with what its bytes are (a PNG sent as a
+    PDF): refused at upload (422), never guessed."""
+
+    code = "content_type_mismatch"
 
 
 class WebhookRefused(ValidationError):

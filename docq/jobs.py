@@ -46,6 +46,7 @@ class JobRecord:
     error: str | None
     priority: bool = False  # in the small-job lane: its own queue, higher Triton priority
     tenant: str = DEFAULT_TENANT  # who created it: only that tenant's keys see the job
+    files: int = 0  # documents uploaded as files: its shards are read (extracted) first
 
     @classmethod
     def from_redis(cls, h: dict[str, str]) -> JobRecord:
@@ -70,6 +71,7 @@ class JobRecord:
             error=h.get("error") or None,
             priority=h.get("lane") == "priority",
             tenant=h.get("tenant", DEFAULT_TENANT),
+            files=int(h.get("files", 0)),
         )
 
 

@@ -15,8 +15,15 @@ def job(job_id: str) -> str:
 
 
 def shard(job_id: str, n: int) -> str:
-    """String: shard n's documents, zstd-compressed JSON `[[id, text], ...]`."""
+    """String: shard n's documents, zstd-compressed JSON: `[id, text]` a text document,
+    `[id, text, meta]` a file document (store/codec.py)."""
     return f"{PREFIX}:job:{{{job_id}}}:shard:{n}"
+
+
+def file(job_id: str, index: int) -> str:
+    """String: the raw bytes of the uploaded file of document `index` (upload order), until
+    the extract worker has read it into its shard (store/codec.py); then deleted."""
+    return f"{PREFIX}:job:{{{job_id}}}:file:{index}"
 
 
 def results(job_id: str) -> str:

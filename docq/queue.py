@@ -41,6 +41,13 @@ CPU_QUEUE = "cpu"
 # Small jobs: consumed by a worker of their own, so they never queue behind a bulk job.
 PRIORITY_QUEUE = "cpu-priority"
 PROCESS_SHARD = "docq.process_shard"
+# Shards of jobs with files are read (text extracted from PDFs, scans, DOCX, HTML) first, on
+# a queue of their own with its own workers: a slow scan never holds up tokenizing, and
+# extraction scales apart from classification. Each extract task hands its shard on to
+# PROCESS_SHARD in the job's lane once its files are read.
+EXTRACT_QUEUE = "extract"
+EXTRACT_SHARD = "docq.extract_shard"
+SHARD_TASKS = frozenset({PROCESS_SHARD, EXTRACT_SHARD})
 # Webhook deliveries have their own queue (and workers), so a slow or dead receiver never
 # holds up classification.
 WEBHOOKS_QUEUE = "webhooks"
@@ -70,6 +77,7 @@ def configure(app: Celery, settings: Settings) -> None:
             # enqueue_shards names the lane; a shard sent without one still reaches the bulk
             # workers, which consume `cpu` beside its lanes.
             PROCESS_SHARD: {"queue": CPU_QUEUE},
+            EXTRACT_SHARD: {"queue": EXTRACT_QUEUE},
             DELIVER_WEBHOOK: {"queue": WEBHOOKS_QUEUE},
         },
         broker_transport_options={
@@ -123,16 +131,27 @@ def consumed_queues(queues: Iterable[str], lanes: int) -> list[str]:
 
 
 def enqueue_shards(
-    app: Celery, job: JobRecord, shards: Iterable[int] | None = None, *, lanes: int
+    app: Celery,
+    job: JobRecord,
+    shards: Iterable[int] | None = None,
+    *,
+    lanes: int,
+    extracted: bool = False,
 ) -> None:
-    """One task per shard, by id, in the job's queue (shard_queue): every shard of the job,
-    or the ones named (the sweeper's). `lanes`: the bulk_lanes setting. QueueUnavailable
-    when the broker does not take them."""
-    queue = shard_queue(job, lanes)
+    """One task per shard, by id: every shard of the job, or the ones named (the sweeper's).
+    A job with files goes to EXTRACT_QUEUE first (an extract task whose shard was read
+    already only passes it on, so the sweeper and the audits can always start there);
+    `extracted` (the extract task's hand-off) or a job of text only: the job's own queue
+    (shard_queue). `lanes`: the bulk_lanes setting. QueueUnavailable when the broker does
+    not take them."""
+    if job.files and not extracted:
+        task, queue = EXTRACT_SHARD, EXTRACT_QUEUE
+    else:
+        task, queue = PROCESS_SHARD, shard_queue(job, lanes)
     numbers = range(job.shards) if shards is None else shards
     with _broker(f"the shards of job {job.id}"), app.producer_or_acquire() as producer:
         for n in numbers:
-            app.send_task(PROCESS_SHARD, args=[job.id, n], queue=queue, producer=producer)
+            app.send_task(task, args=[job.id, n], queue=queue, producer=producer)
 
 
 def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:
@@ -143,8 +162,8 @@ def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:
 
 
 def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
-    """(job id, shard) of a process_shard message as kombu keeps it, or None."""
-    if message.get("headers", {}).get("task") != PROCESS_SHARD:
+    """(job id, shard) of a shard message (process or extract) as kombu keeps it, or None."""
+    if message.get("headers", {}).get("task") not in SHARD_TASKS:
         return None
     body = message.get("body", "")
     if message.get("properties", {}).get("body_encoding") == "base64":

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag
 
 from docq.jobs import Attempt, DeliveryState, EventType, JobRecord, JobStatus, WebhookRecord
 
@@ -21,6 +21,57 @@ class DocumentIn(BaseModel):
     text: str = Field(min_length=1)
 
 
+class FileDocumentIn(BaseModel):
+    """One document of an upload given as a file: its bytes in base64 and its content type
+    (PDF, PNG, JPEG, TIFF, DOCX, HTML or plain text), which must be what the bytes are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=512)
+    # Decoded (strictly) by the API after validation, and checked against its size cap
+    # and its type there: a str here keeps the schema's errors those of JSON.
+    content: str = Field(
+        min_length=1, description="The file's bytes, base64 (RFC 4648, with padding)."
+    )
+    content_type: str = Field(
+        min_length=1,
+        max_length=256,
+        description="application/pdf, image/png, image/jpeg, image/tiff, application/vnd."
+        "openxmlformats-officedocument.wordprocessingml.document, text/html or text/plain.",
+    )
+    # The file's bytes once the API has decoded and checked them (api/files.py); never
+    # part of the schema.
+    _data: bytes | None = PrivateAttr(None)
+
+    @property
+    def data(self) -> bytes | None:
+        return self._data
+
+
+# The tags name a document's form; untagged() takes them out of error locations again, so
+# that errors of a text document read exactly as before files existed.
+TEXT_FORM, FILE_FORM = "text-document", "file-document"
+
+
+def untagged(loc: list[Any]) -> list[Any]:
+    """A pydantic error location without the document form's tag."""
+    return [part for part in loc if part not in (TEXT_FORM, FILE_FORM)]
+
+
+def _form(value: Any) -> str:
+    """A document with `content` is a file; every other one (even one that is no object,
+    to be refused as before) is a text document."""
+    if isinstance(value, FileDocumentIn) or (isinstance(value, dict) and "content" in value):
+        return FILE_FORM
+    return TEXT_FORM
+
+
+Document = Annotated[
+    Annotated[DocumentIn, Tag(TEXT_FORM)] | Annotated[FileDocumentIn, Tag(FILE_FORM)],
+    Discriminator(_form),
+]
+
+
 class WebhookIn(BaseModel):
     """Where to send the job's event; docq generates the secret when none is given."""
 
@@ -31,12 +82,13 @@ class WebhookIn(BaseModel):
 
 
 class JobCreate(BaseModel):
-    """A JSON upload: `{"model": ..., "documents": [...], "webhook": {"url", "secret"}}`."""
+    """A JSON upload: `{"model": ..., "documents": [...], "webhook": {"url", "secret"}}`;
+    each document `{"id", "text"}`, or a file `{"id", "content", "content_type"}`."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(None, min_length=1, max_length=256)
-    documents: list[DocumentIn] = Field(min_length=1)
+    documents: list[Document] = Field(min_length=1)
     webhook: WebhookIn | None = None
 
 

@@ -86,6 +86,15 @@ def priority_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def extract_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
+    """A worker of the `extract` queue (files read into text), as `make up` runs it."""
+    log = service_dir / "extract-worker.log"
+    env = settings_env(settings)
+    with celery_worker(env, log, queues="extract", name="extract", concurrency=2) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="session")
 def webhooks_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
     """A Celery worker on the `webhooks` queue (webhook deliveries)."""
     log = service_dir / "webhooks-worker.log"

@@ -42,7 +42,7 @@ FAST = "not (e2e or faults or build or slow)"
 
 # Fixtures that start Celery workers: a test using one is e2e (they consume every queued
 # job, so what a fast test sees would depend on the order the tests ran in).
-E2E_FIXTURES = frozenset({"worker", "priority_worker", "webhooks_worker"})
+E2E_FIXTURES = frozenset({"worker", "priority_worker", "extract_worker", "webhooks_worker"})
 # The services a fast test may share: started by these fixtures, once per session.
 SHARED = frozenset({"redis_url", "triton_url", "service_dir"})
 # Programs that are services (argv[0]'s name, or the module of `python -m`).

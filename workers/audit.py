@@ -27,7 +27,7 @@ from redis.exceptions import RedisError
 
 from docq.errors import NotFound, QueueUnavailable
 from docq.jobs import JobRecord
-from docq.queue import enqueue_shards, shard_of, shard_queue
+from docq.queue import EXTRACT_QUEUE, enqueue_shards, shard_of, shard_queue
 from docq.store import JobStore
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,10 @@ def audit(store: JobStore, celery: Celery, *, every_s: float, now: float, lanes:
     if not jobs:
         return 0
     try:
-        seen = messages(celery, {shard_queue(job, lanes) for job in jobs})
+        queues = {shard_queue(job, lanes) for job in jobs}
+        if any(job.files for job in jobs):  # their shards wait in the extract queue first
+            queues.add(EXTRACT_QUEUE)
+        seen = messages(celery, queues)
     except (OperationalError, RedisError, OSError) as exc:
         raise QueueUnavailable("the broker's queues", str(exc)) from exc
     seen |= set(store.recovery.held())

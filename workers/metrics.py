@@ -73,6 +73,18 @@ TRITON_UP = Gauge(
     ["endpoint"],
     multiprocess_mode="livemin",
 )
+EXTRACT_SECONDS = Histogram(
+    "docq_extract_seconds",
+    "Time to read one uploaded file into text (its isolated child included), by content "
+    "type and outcome (read, or ExtractionFailed's code).",
+    ["content_type", "outcome"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+EXTRACT_PAGES = Counter(
+    "docq_extract_pages_total",
+    "Pages read from uploaded files, by how they were read (text, ocr, mixed).",
+    ["extraction"],
+)
 WEBHOOK_ATTEMPTS = Counter(
     "docq_webhook_attempts_total",
     "Webhook delivery attempts, by the delivery's state after the attempt (delivered, "

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from docq.catalog import ModelCatalog
-from docq.errors import NotFound
+from docq.errors import ModelError, NotFound
 from docq.jobs import JobStatus
-from docq.store import JobStore
+from docq.store import JobStore, ShardDocument
+from docq.text.aggregation import Prediction
 from docq.text.tokenizing import load_tokenizer
 from workers import metrics
 from workers.batcher import Batcher
@@ -71,23 +72,26 @@ def run_shard(
         log.info("job %s shard %d: already done; skipping", job_id, n)
         return job.status
     documents = ctx.store.load_shard(job, n)
+    if any(d.pending for d in documents):  # never: enqueue_shards sends these to extract
+        raise ModelError(f"job {job_id} shard {n}: its files were not read before classifying")
     started = time.monotonic()
     # Explicit model control: load the model on first use (waits for it; never fails here).
     ctx.catalog.ensure_ready(job.model)
     spec = ctx.catalog.spec(job.model)
-    preds = classify_documents(
-        [d.text for d in documents],
-        spec,
-        load_tokenizer(spec.tokenizer_dir),
-        ctx.batcher,
-        priority=SMALL_JOB_PRIORITY if job.priority else 0,
+    readable = [d for d in documents if d.error is None]  # a file that was unreadable is not
+    preds = (
+        classify_documents(
+            [d.text for d in readable],
+            spec,
+            load_tokenizer(spec.tokenizer_dir),
+            ctx.batcher,
+            priority=SMALL_JOB_PRIORITY if job.priority else 0,
+        )
+        if readable
+        else []
     )
-    results: list[tuple[int, dict[str, Any]]] = [
-        (d.index, {"id": d.id, "error": p})
-        if isinstance(p, str)  # the model refused this document's input
-        else (d.index, {"id": d.id, "label": p.label, "scores": p.scores, "windows": p.windows})
-        for d, p in zip(documents, preds, strict=True)
-    ]
+    answers = dict(zip((d.index for d in readable), preds, strict=True))
+    results = [(d.index, result(d, answers.get(d.index))) for d in documents]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
     metrics.SHARD_SECONDS.labels(job.model).observe(time.monotonic() - started)
     if done.written:
@@ -97,6 +101,28 @@ def run_shard(
         metrics.job_final(job, done.status)
         on_final(job_id)
     return done.status
+
+
+def result(doc: ShardDocument, pred: Prediction | str | None) -> dict[str, Any]:
+    """A document's result: its prediction, or the model's refusal of its input (a str),
+    or (None) why its file could not be read; with how it was read (a text upload: one
+    page of "text"), `chars` the characters read."""
+    if pred is None:
+        return {"id": doc.id, "error": doc.error, "error_code": doc.error_code}
+    read = {
+        "pages": doc.pages,
+        "extraction": doc.extraction,
+        "chars": doc.chars if doc.chars is not None else len(doc.text),
+    }
+    if isinstance(pred, str):
+        return {"id": doc.id, "error": pred, **read}
+    return {
+        "id": doc.id,
+        "label": pred.label,
+        "scores": pred.scores,
+        "windows": pred.windows,
+        **read,
+    }
 
 
 def fail_shard(

@@ -37,7 +37,7 @@ from redis.exceptions import RedisError
 
 from docq.config import get_settings
 from docq.errors import DocqError, NotFound, QueueUnavailable, StoreUnavailable
-from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, enqueue_shards, shard_of
+from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, PRIORITY_QUEUE, enqueue_shards, shard_of
 from docq.store import JobStore
 from workers.audit import audit
 
@@ -246,11 +246,11 @@ def _sweep_forever(celery: Celery, stop: threading.Event) -> None:
 
 @worker_ready.connect
 def _start(sender: object = None, **_: object) -> None:
-    """Every shard worker sweeps (so recovery needs no process of its own); the webhooks
-    worker does not."""
+    """Every shard worker (classify or extract) sweeps (so recovery needs no process of
+    its own); the webhooks worker does not."""
     app: Celery = sender.app  # type: ignore[attr-defined]
     queues = set(app.amqp.queues.consume_from or ())
-    if not queues & {CPU_QUEUE, PRIORITY_QUEUE}:
+    if not queues & {CPU_QUEUE, PRIORITY_QUEUE, EXTRACT_QUEUE}:
         return
     thread = threading.Thread(
         target=_sweep_forever, args=(app, threading.Event()), name="sweeper", daemon=True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 from celery import Task
@@ -14,9 +15,11 @@ from celery.utils.time import get_exponential_backoff_interval
 from docq import webhooks
 from docq.config import Settings, get_settings
 from docq.errors import DocqError, RetryableError, StoreUnavailable
-from docq.queue import DELIVER_WEBHOOK, PROCESS_SHARD
+from docq.extract import Limits
+from docq.queue import DELIVER_WEBHOOK, EXTRACT_SHARD, PROCESS_SHARD, SHARD_TASKS, enqueue_shards
 from workers import metrics
 from workers.app import app, context, store
+from workers.extraction import extract_shard as read_shard_files
 from workers.shard import fail_shard, run_shard
 from workers.sweeper import Lease, heartbeat
 from workers.webhooks import DeliveryPolicy, deliver
@@ -70,7 +73,7 @@ def _lease_on_receipt(request: Any, **_: Any) -> None:
     starts it: a message prefetched (or held for a retry's countdown) by a worker that is
     then killed is swept like a running one, instead of waiting for the visibility timeout.
     The heartbeat renews it while the message waits here."""
-    if request.name != PROCESS_SHARD:
+    if request.name not in SHARD_TASKS:
         return
     job_id, n = request.args[0], request.args[1]
     s = get_settings()
@@ -86,14 +89,21 @@ def _lease_on_receipt(request: Any, **_: Any) -> None:
 def _end_receipt_lease(task: Any, args: Any, **_: Any) -> None:
     """The message's run is over (done, given up, or retried by a new message): stop
     renewing for the receipt; the run itself released or extended the lease."""
-    if task.name == PROCESS_SHARD:
+    if task.name in SHARD_TASKS:
         heartbeat(store(), get_settings().shard_lease_s).remove(args[0], args[1])
 
 
-@app.task(name=PROCESS_SHARD, base=ShardTask, bind=True, max_retries=None)
-def process_shard(self: Task, job_id: str, shard: int, failing_since: float | None = None) -> None:
-    """Classify one shard of a job (the message carries ids, never documents), holding
-    its lease while it runs (workers/sweeper.py).
+def _leased(
+    task: Task,
+    job_id: str,
+    shard: int,
+    failing_since: float | None,
+    run: Callable[[], object],
+    *,
+    release: bool = True,
+) -> None:
+    """Run a shard task's body holding the shard's lease (workers/sweeper.py), and release
+    it after (`release`; else the body released it itself).
 
     Only what may heal (RetryableError: Triton, Redis or the broker unavailable) is retried,
     with exponential backoff and jitter, until `task_retry_budget_s` has passed since the
@@ -102,19 +112,52 @@ def process_shard(self: Task, job_id: str, shard: int, failing_since: float | No
     lease = Lease(store(), job_id, shard, s.shard_lease_s)
     try:
         with lease:
-            run_shard(
-                context(), job_id, shard, keep_documents=s.keep_documents, on_final=dispatch_event
-            )
+            run()
     except RetryableError as exc:
         now = time.time()
         since = failing_since if failing_since is not None else now
-        delay = retry_delay(s, since, now, self.request.retries)
+        delay = retry_delay(s, since, now, task.request.retries)
         if delay is None:
             raise  # out of time: on_failure gives the shard's documents an error
         log.warning("job %s shard %d: %s; retrying in %ds", job_id, shard, exc.message, delay)
         lease.extend(delay)
-        raise self.retry(exc=exc, countdown=delay, kwargs={"failing_since": since}) from exc
-    lease.release()
+        raise task.retry(exc=exc, countdown=delay, kwargs={"failing_since": since}) from exc
+    if release:
+        lease.release()
+
+
+@app.task(name=PROCESS_SHARD, base=ShardTask, bind=True, max_retries=None)
+def process_shard(self: Task, job_id: str, shard: int, failing_since: float | None = None) -> None:
+    """Classify one shard of a job (the message carries ids, never documents)."""
+    s = get_settings()
+    _leased(
+        self,
+        job_id,
+        shard,
+        failing_since,
+        lambda: run_shard(
+            context(), job_id, shard, keep_documents=s.keep_documents, on_final=dispatch_event
+        ),
+    )
+
+
+@app.task(name=EXTRACT_SHARD, base=ShardTask, bind=True, max_retries=None)
+def extract_shard(self: Task, job_id: str, shard: int, failing_since: float | None = None) -> None:
+    """Read the files of one shard into text (workers/extraction.py), then hand the shard
+    to `process_shard` in its job's lane. The lease is released before the hand-off (the
+    classifying worker takes its own on receipt; releasing after would drop that one): a
+    crash in between leaves a shard with no lease, message or result, which the audits
+    (workers/audit.py) enqueue again."""
+    s = get_settings()
+    limits = Limits.from_settings(s)
+
+    def run() -> None:
+        job = read_shard_files(store(), job_id, shard, limits=limits, parallel=s.read_files_at_once)
+        store().recovery.release(job_id, shard)
+        if job is not None:  # a broker outage here retries: the next run only hands on
+            enqueue_shards(app, job, [shard], lanes=s.bulk_lanes, extracted=True)
+
+    _leased(self, job_id, shard, failing_since, run, release=False)
 
 
 @app.task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)  # attempts are counted in Redis

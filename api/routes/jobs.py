@@ -45,12 +45,26 @@ IdempotencyKey = Annotated[
 
 # api/uploads.py reads the body itself (three formats), so FastAPI cannot infer it: declare
 # it, so that /docs shows a body to edit and sends it.
+# A document is `{"id", "text"}`, or a file `{"id", "content": base64, "content_type"}`
+# (PDF, PNG, JPEG, TIFF, DOCX, HTML, text: judged from the bytes, api/files.py). The
+# multipart form is described in the operation's text, not as a schema: schemathesis's
+# generated multipart bodies hold values httpx cannot send (tests/api/test_schema.py).
 UPLOAD_BODY = {
     "required": True,
     "content": {
         "application/json": {
             "schema": {"type": "object"},
-            "example": {"model": "doc-type", "documents": [{"id": "a", "text": "INVOICE 4711"}]},
+            "example": {
+                "model": "doc-type",
+                "documents": [
+                    {"id": "a", "text": "INVOICE 4711"},
+                    {
+                        "id": "b.html",
+                        "content": "PHA+SU5WT0lDRSA0NzEyPC9wPg==",
+                        "content_type": "text/html",
+                    },
+                ],
+            },
         },
         NDJSON: {"schema": {"type": "string"}, "example": '{"id": "a", "text": "INVOICE 4711"}\n'},
     },
@@ -72,7 +86,18 @@ async def create_job(
     tenant: Tenant,
     idempotency_key: IdempotencyKey = None,
 ) -> JobCreated:
-    """Accept a bulk upload: validate everything, store it in shards, enqueue, answer at once."""
+    """Accept a bulk upload: validate everything, store it in shards, enqueue, answer at once.
+
+    Bodies: JSON `{"model", "documents": [...], "webhook"}`, NDJSON (one document a line,
+    `?model=`), or multipart/form-data with one `files` part per document (id = its file
+    name) and `model`, `webhook_url`, `webhook_secret` fields. A document is text
+    (`{"id", "text"}`) or a file: a multipart part, or `{"id", "content": <base64>,
+    "content_type"}`. Files may be PDF, PNG, JPEG, TIFF, DOCX, HTML or plain text, judged
+    from their bytes: a declared type the bytes contradict is 422 (content_type_mismatch),
+    a type docq does not read 415, a file over `max_file_bytes` 413. Files are read into
+    text by the extract workers; each result says `pages`, `extraction` (text, ocr, mixed)
+    and `chars`, and an unreadable file is that document's `error` (with `error_code`).
+    """
     with UPLOAD_SECONDS.time():
         upload = await parse_upload(request, deps.settings)
         submitted = await run_in_threadpool(

@@ -1,4 +1,13 @@
-"""How shards are stored: zstd-compressed JSON `[[id, text], ...]`."""
+"""How shards are stored: zstd-compressed JSON, one entry per document.
+
+- a text document: `[id, text]` (as every shard was before files);
+- a file document: `[id, text or null, meta]`, `meta` = `{"type": content type, "state":
+  "pending" | "read" | "failed", ...}`. While pending, the file's bytes sit in a key of
+  their own (keys.file), raw: PDFs and images are compressed already, and the extract
+  worker reads one file at a time. Once read, the text is in the entry with `pages`,
+  `extraction` and `chars` (the file's key is deleted in the same write); once failed,
+  `error` and `code` (ExtractionFailed's) say why.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +19,69 @@ from typing import Any
 
 import zstandard
 
+PENDING, READ, FAILED = "pending", "read", "failed"
+
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One uploaded document."""
+    """One uploaded document: its text, or (a file) its bytes and sniffed content type."""
 
     id: str
     text: str
+    content_type: str | None = None  # set for a file; its bytes are `content`
+    content: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardDocument:
+    """A document inside a shard, with its position in the upload; a file's entry says
+    whether it was read yet (`pending`), and how (`pages`, `extraction`, `chars`), or why
+    not (`error`, `error_code`)."""
+
+    index: int
+    id: str
+    text: str
+    content_type: str | None = None  # None: uploaded as text
+    state: str = READ
+    pages: int = 1
+    extraction: str = "text"
+    chars: int | None = None  # None: len(text)
+    error: str | None = None
+    error_code: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.state == PENDING
+
+    def entry(self) -> list[Any]:
+        """The stored form of this document (see the module's docstring)."""
+        if self.content_type is None:
+            return [self.id, self.text]
+        meta: dict[str, Any] = {"type": self.content_type, "state": self.state}
+        if self.state == READ:
+            meta.update(pages=self.pages, extraction=self.extraction, chars=self.chars)
+        elif self.state == FAILED:
+            meta.update(error=self.error, code=self.error_code)
+        return [self.id, self.text if self.state == READ else None, meta]
+
+
+def shard_document(index: int, entry: Sequence[Any]) -> ShardDocument:
+    """A stored entry as a ShardDocument at position `index` of its upload."""
+    if len(entry) == 2:
+        return ShardDocument(index, entry[0], entry[1])
+    doc_id, text, meta = entry
+    return ShardDocument(
+        index,
+        doc_id,
+        text or "",
+        content_type=meta["type"],
+        state=meta["state"],
+        pages=meta.get("pages", 0),
+        extraction=meta.get("extraction", ""),
+        chars=meta.get("chars"),
+        error=meta.get("error"),
+        error_code=meta.get("code"),
+    )
 
 
 # zstd level 1: a 1,000-document upload (3 MB) compresses in ~7 ms, 3x faster than zlib -1
@@ -26,10 +91,20 @@ class Document:
 _zstd = threading.local()
 
 
+def _entry(d: Document) -> list[Any]:
+    if d.content_type is None:
+        return [d.id, d.text]
+    return [d.id, None, {"type": d.content_type, "state": PENDING}]
+
+
 def pack_shard(chunk: Sequence[Document]) -> bytes:
+    return pack_entries([_entry(d) for d in chunk])
+
+
+def pack_entries(entries: Sequence[Sequence[Any]]) -> bytes:
     if not hasattr(_zstd, "compressor"):
         _zstd.compressor = zstandard.ZstdCompressor(level=1)
-    return _zstd.compressor.compress(json.dumps([[d.id, d.text] for d in chunk]).encode())
+    return _zstd.compressor.compress(json.dumps(entries).encode())
 
 
 def unpack_shard(raw: bytes) -> Any:

@@ -28,21 +28,20 @@ from docq import keys
 from docq.errors import NotFound, StoreUnavailable
 from docq.jobs import DEFAULT_TENANT, DeliveryState, JobRecord, JobStatus
 from docq.store import connection
-from docq.store.codec import Document, decode, pack_shard, unpack_shard
+from docq.store.codec import (
+    Document,
+    ShardDocument,
+    decode,
+    pack_shard,
+    shard_document,
+    unpack_shard,
+)
 from docq.store.deliveries import Deliveries, WebhookTarget
+from docq.store.files import Files
 from docq.store.idempotency import IdempotencyClaim, IdempotencyKeys
 from docq.store.recovery import Recovery
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ShardDocument:
-    """A document inside a shard, with its position in the upload."""
-
-    index: int
-    id: str
-    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +67,9 @@ def _transition(reply: list[bytes]) -> Transition:
 class JobStore:
     """Reads and writes jobs; one instance per process (it holds a connection pool).
 
-    `deliveries` (webhook delivery state), `idempotency` (Idempotency-Keys) and `recovery`
-    (shard leases, jobs not yet enqueued, audits: the sweeper's) share its client."""
+    `deliveries` (webhook delivery state), `idempotency` (Idempotency-Keys), `recovery`
+    (shard leases, jobs not yet enqueued, audits: the sweeper's) and `files` (uploaded
+    files until they are read) share its client."""
 
     def __init__(self, client: redis.Redis, *, shard_size: int, ttl_s: int) -> None:
         self.r = client
@@ -78,6 +78,7 @@ class JobStore:
         self.deliveries = Deliveries(client)
         self.idempotency = IdempotencyKeys(client)
         self.recovery = Recovery(client, ttl_s=ttl_s)
+        self.files = Files(client)
         self._complete = connection.script(client, "complete_shard")
         self._running = connection.script(client, "mark_running")
         self._cancel = connection.script(client, "cancel")
@@ -121,11 +122,13 @@ class JobStore:
             "created_at": repr(now),
             "lane": "priority" if priority else "bulk",
             "tenant": tenant,
+            "files": sum(1 for d in documents if d.content_type is not None),
         }
         with self.r.pipeline(transaction=True) as p:
             for n in range(n_shards):
                 chunk = documents[n * self.shard_size : (n + 1) * self.shard_size]
                 p.set(keys.shard(job_id, n), pack_shard(chunk), ex=self.ttl_s)
+            self.files.store_in(p, job_id, documents, ttl_s=self.ttl_s)
             p.hset(keys.job(job_id), mapping=record)
             p.expire(keys.job(job_id), self.ttl_s)
             p.sadd(keys.tenant_jobs(tenant), job_id)
@@ -154,8 +157,9 @@ class JobStore:
             log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job_id)
         return self.get_job(job_id)
 
-    def delete_job(self, job_id: str, shards: int) -> None:
-        """Remove a job that could not be enqueued, so that a failed upload leaves nothing."""
+    def delete_job(self, job_id: str, shards: int, files: Sequence[int] = ()) -> None:
+        """Remove a job that could not be enqueued, so that a failed upload leaves nothing
+        (`files`: the positions of its file documents)."""
         with self.r.pipeline(transaction=True) as p:
             p.delete(
                 keys.job(job_id),
@@ -166,6 +170,7 @@ class JobStore:
                 keys.webhook_attempts(job_id),
                 keys.missing(job_id),
                 *(keys.shard(job_id, n) for n in range(shards)),
+                *(keys.file(job_id, i) for i in files),
             )
             p.zrem(keys.unenqueued(), job_id)
             p.zrem(keys.active(), job_id)
@@ -186,9 +191,8 @@ class JobStore:
         if raw is None:
             raise NotFound(f"shard {n} of job {job.id!r} not found (expired?)")
         assert isinstance(raw, bytes)  # the client does not decode responses
-        pairs = unpack_shard(raw)
         base = n * job.shard_size
-        return [ShardDocument(base + i, doc_id, text) for i, (doc_id, text) in enumerate(pairs)]
+        return [shard_document(base + i, entry) for i, entry in enumerate(unpack_shard(raw))]
 
     def results_page(
         self, job: JobRecord, cursor: int, limit: int

@@ -228,6 +228,7 @@ def test_prometheus_scrapes_the_pods_that_ask_and_loads_the_rules() -> None:
         "worker": 9101,
         "priority": 9102,
         "webhooks": 9103,
+        "extract": 9104,
         "triton": 8002,
     }
 

@@ -86,6 +86,13 @@ def test_a_document_the_model_refuses_gets_an_error_and_the_others_are_classifie
     assert after.status is JobStatus.SUCCEEDED
     assert (after.documents_done, after.documents_failed) == (6, 1)
     data, _ = store.results_page(after, 0, 6)
-    assert data[1] == {"id": "d1", "error": "model 'm' rejected the request: bad input"}
+    assert data[1] == {
+        "id": "d1",
+        "error": "model 'm' rejected the request: bad input",
+        # how it was read: every result says it, a text upload one page of text
+        "pages": 1,
+        "extraction": "text",
+        "chars": len(texts[1]),
+    }
     assert all("label" in r for i, r in enumerate(data) if i != 1)
     assert store.answers(job.id) == dict.fromkeys(range(6), 1)

@@ -1,0 +1,33 @@
+"""Settings: uploaded files (PDF, scans, DOCX, HTML) at the API and in the extract workers.
+
+A module of their own because config_fields.py is at the layout's size limit; they join
+`docq.config.Settings` like every other area. The per-document limits of reading a file
+(pages, pixels, time) are docq.extract's (DOCQ_EXTRACT_*, config_extract.py).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Files(BaseModel):
+    """Settings: uploaded files."""
+
+    max_file_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=1,
+        description="Largest uploaded file (a multipart part, or the decoded base64 "
+        "`content` of a JSON document), counted as it streams: more gets 413. The bytes wait "
+        "in Redis until an extract worker reads them, so this times the files queued is the "
+        "store memory files can take (max_upload_bytes caps one upload as a whole). A text "
+        "file keeps its own cap, 4 bytes per character of max_document_chars.",
+    )
+    read_files_at_once: int = Field(
+        4,
+        ge=1,
+        description="Files of one shard an extract task reads at once, each in a child "
+        "process of the worker's pool (docq.extract, DOCQ_EXTRACT_PROCESSES children, which "
+        "the shards of a worker's `--concurrency` share: files beyond it wait for a child). "
+        "More finishes a shard of slow scans sooner and takes as many cores, each child up "
+        "to DOCQ_EXTRACT_MEMORY_MIB.",
+    )

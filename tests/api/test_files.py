@@ -1,0 +1,362 @@
+"""Uploads of files (issue 21): multipart parts and JSON/NDJSON base64 documents, typed by
+their bytes, capped in size, stored for the extract workers; bad ones refused with a 4xx
+that names the document, creating nothing. The job store and the broker are real (Redis);
+no worker reads this broker (tests/api/conftest.py), so what an upload enqueued stays there.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from devstack.services import redis_server
+from docq import keys
+from docq.config import Settings
+from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, EXTRACT_SHARD, PRIORITY_QUEUE, bulk_lanes
+from docq.store import JobStore
+from docq.store.codec import unpack_shard
+from tests.api.conftest import unworked
+from tests.conftest import tenant_headers
+from tests.files import DOCX_TYPE, INVOICE, docx, pdf, png
+
+TEXT = "Lease agreement between the landlord and the tenant for the flat at 3 Elm Road"
+
+
+def queued(broker: redis.Redis, lanes: int) -> dict[str, list[tuple[str, list[Any]]]]:
+    """(task, args) of every message waiting in each shard queue."""
+    out = {}
+    for q in [EXTRACT_QUEUE, CPU_QUEUE, *bulk_lanes(lanes), PRIORITY_QUEUE]:
+        msgs = [json.loads(m) for m in broker.lrange(q, 0, -1)]
+        out[q] = [(m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0]) for m in msgs]
+    return out
+
+
+@pytest.fixture
+def broker(api: TestClient) -> Iterator[redis.Redis]:
+    """The API's (unread) broker, emptied before the test."""
+    r = redis.Redis.from_url(api.app.state.resources.settings.celery_broker_url)
+    r.flushdb()
+    yield r
+
+
+@pytest.fixture
+def nothing_created(api: TestClient, redis_url: str, broker: redis.Redis) -> Iterator[None]:
+    """The test's uploads create no key of any job (record, shard, file) and enqueue nothing."""
+    r = redis.Redis.from_url(redis_url)
+    before = set(r.keys("docq:job:*"))
+    yield
+    assert set(r.keys("docq:job:*")) - before == set(), "a refused upload stored something"
+    assert broker.dbsize() == 0, "a refused upload enqueued something"
+
+
+def store_of(api: TestClient) -> JobStore:
+    return api.app.state.resources.store  # type: ignore[no-any-return]
+
+
+def shard_entries(api: TestClient, job_id: str) -> list[Any]:
+    raw = store_of(api).r.get(keys.shard(job_id, 0))
+    return unpack_shard(raw)  # type: ignore[no-any-return]
+
+
+def test_multipart_pdf_png_docx_and_text_are_stored_for_the_extract_workers(
+    api: TestClient, broker: redis.Redis
+) -> None:
+    files = {
+        "invoice.pdf": (pdf(INVOICE), "application/pdf"),
+        "scan.png": (png(), "image/png"),
+        "letter.docx": (docx("Dear customer, your order has shipped."), DOCX_TYPE),
+        "lease.txt": (TEXT.encode(), "text/plain"),
+    }
+    resp = api.post(
+        "/v1/jobs",
+        files=[("files", (name, data, ctype)) for name, (data, ctype) in files.items()],
+        data={"model": "doc-type"},
+    )
+    assert resp.status_code == 202, resp.text
+    job = resp.json()
+    assert job["documents"] == 4 and job["status"] == "queued"
+    store = store_of(api)
+    assert store.get_job(job["id"]).files == 3
+    assert shard_entries(api, job["id"]) == [
+        ["invoice.pdf", None, {"type": "application/pdf", "state": "pending"}],
+        ["scan.png", None, {"type": "image/png", "state": "pending"}],
+        ["letter.docx", None, {"type": DOCX_TYPE, "state": "pending"}],
+        ["lease.txt", TEXT],  # plain text is a text document, as before files
+    ]
+    for i, name in enumerate(["invoice.pdf", "scan.png", "letter.docx"]):
+        assert store.files.load(job["id"], i) == files[name][0], f"{name}'s bytes changed"
+    assert store.files.load(job["id"], 3) is None
+    waiting = queued(broker, store_of(api).shard_size and 4)
+    assert waiting[EXTRACT_QUEUE] == [(EXTRACT_SHARD, [job["id"], 0])]
+    assert sum(len(v) for v in waiting.values()) == 1, "the shard must be read before classified"
+
+
+def test_undeclared_parts_take_the_type_their_bytes_have(
+    api: TestClient, broker: redis.Redis
+) -> None:
+    resp = api.post(
+        "/v1/jobs",
+        files=[
+            ("files", ("a", pdf(INVOICE), "application/octet-stream")),
+            ("files", ("b", b"<html><body><p>Hello invoice</p></body></html>", "")),
+        ],
+    )
+    assert resp.status_code == 202, resp.text
+    entries = shard_entries(api, resp.json()["id"])
+    assert [e[2]["type"] for e in entries] == ["application/pdf", "text/html"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "ndjson"])
+def test_base64_documents_in_json_and_ndjson(
+    api: TestClient, broker: redis.Redis, fmt: str
+) -> None:
+    data = pdf(INVOICE, "Second page")
+    docs = [
+        {"id": "f", "content": base64.b64encode(data).decode(), "content_type": "application/pdf"},
+        {"id": "t", "text": TEXT},
+        {
+            "id": "p",
+            "content": base64.b64encode(TEXT.encode()).decode(),
+            "content_type": "text/plain",
+        },
+    ]
+    if fmt == "json":
+        resp = api.post("/v1/jobs", json={"model": "doc-type", "documents": docs})
+    else:
+        body = "".join(json.dumps(d) + "\n" for d in docs)
+        resp = api.post(
+            "/v1/jobs?model=doc-type",
+            content=body,
+            headers={"content-type": "application/x-ndjson"},
+        )
+    assert resp.status_code == 202, resp.text
+    job_id = resp.json()["id"]
+    assert shard_entries(api, job_id) == [
+        ["f", None, {"type": "application/pdf", "state": "pending"}],
+        ["t", TEXT],
+        ["p", TEXT],
+    ]
+    assert store_of(api).files.load(job_id, 0) == data
+    assert store_of(api).get_job(job_id).files == 1
+
+
+def test_a_text_only_upload_is_stored_and_enqueued_as_before_files(
+    api: TestClient, broker: redis.Redis
+) -> None:
+    resp = api.post("/v1/jobs", files=[("files", ("a.txt", TEXT.encode(), "text/plain"))])
+    assert resp.status_code == 202
+    assert set(resp.json()) == {"id", "status", "model", "documents", "created_at", "webhook"}
+    job_id = resp.json()["id"]
+    assert shard_entries(api, job_id) == [["a.txt", TEXT]]
+    assert store_of(api).get_job(job_id).files == 0
+    waiting = queued(broker, api.app.state.resources.settings.bulk_lanes)
+    assert waiting[EXTRACT_QUEUE] == []
+    assert waiting[PRIORITY_QUEUE] == [("docq.process_shard", [job_id, 0])]
+
+
+def test_the_same_files_replay_an_idempotent_upload_other_files_are_refused(
+    api: TestClient, broker: redis.Redis
+) -> None:
+    def send(data: bytes) -> Any:
+        return api.post(
+            "/v1/jobs",
+            files=[("files", ("a.pdf", data, "application/pdf"))],
+            headers={"idempotency-key": "files-1"},
+        )
+
+    first = send(pdf(INVOICE))
+    assert first.status_code == 202
+    again = send(pdf(INVOICE))
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+    other = send(pdf(INVOICE + " (amended)"))
+    assert other.status_code == 409  # IdempotencyKeyReused is a Conflict
+    assert other.json()["error"]["code"] == "idempotency_key_reused"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+BAD = [
+    # (name, status, code, words of the message, request kwargs)
+    (
+        "multipart PNG declared as PDF",
+        422,
+        "content_type_mismatch",
+        "document 1 ('fake.pdf'): declared 'application/pdf' but its bytes are 'image/png'",
+        {
+            "files": [
+                ("files", ("ok.txt", b"fine text", "text/plain")),
+                ("files", ("fake.pdf", png(), "application/pdf")),
+            ]
+        },
+    ),
+    (
+        "JSON PDF declared as DOCX",
+        422,
+        "content_type_mismatch",
+        "document 0 ('x'): declared",
+        {
+            "json": {
+                "documents": [{"id": "x", "content": b64(pdf(INVOICE)), "content_type": DOCX_TYPE}]
+            }
+        },
+    ),
+    (
+        "multipart unknown bytes",
+        415,
+        "unsupported_media_type",
+        "document 0 ('blob.bin'): its bytes are no type docq reads",
+        {"files": [("files", ("blob.bin", bytes(range(256)) * 4, "application/octet-stream"))]},
+    ),
+    (
+        "a zip that is no DOCX",
+        415,
+        "unsupported_media_type",
+        "document 0 ('a.zip')",
+        {"files": [("files", ("a.zip", b"PK\x03\x04" + b"\x00" * 64, "application/zip"))]},
+    ),
+    (
+        "JSON declared type docq does not read",
+        415,
+        "unsupported_media_type",
+        "content type 'application/msword' is not one docq reads",
+        {
+            "json": {
+                "documents": [
+                    {
+                        "id": "w",
+                        "content": b64(b"\xd0\xcf\x11\xe0"),
+                        "content_type": "application/msword",
+                    }
+                ]
+            }
+        },
+    ),
+    (
+        "JSON content not base64",
+        422,
+        "invalid_request",
+        "document 0 ('n'): content: not base64",
+        {
+            "json": {
+                "documents": [
+                    {"id": "n", "content": "not base64!", "content_type": "application/pdf"}
+                ]
+            }
+        },
+    ),
+    (
+        "JSON file without its content_type",
+        422,
+        "invalid_request",
+        "document 0: content_type: Field required",
+        {"json": {"documents": [{"id": "n", "content": b64(pdf(INVOICE))}]}},
+    ),
+    (
+        "JSON text and content at once",
+        422,
+        "invalid_request",
+        "document 0: text",
+        {
+            "json": {
+                "documents": [
+                    {
+                        "id": "n",
+                        "text": "x",
+                        "content": b64(pdf(INVOICE)),
+                        "content_type": "application/pdf",
+                    }
+                ]
+            }
+        },
+    ),
+]
+
+
+@pytest.mark.usefixtures("nothing_created")
+@pytest.mark.parametrize(
+    ("status", "code", "words", "kwargs"), [b[1:] for b in BAD], ids=[b[0] for b in BAD]
+)
+def test_bad_files_are_refused_and_create_nothing(
+    api: TestClient, status: int, code: str, words: str, kwargs: dict[str, Any]
+) -> None:
+    resp = api.post("/v1/jobs", **kwargs)
+    assert resp.status_code == status, resp.text
+    error = resp.json()["error"]
+    assert error["code"] == code
+    assert words in error["message"]
+
+
+@pytest.fixture(scope="module")
+def capped(settings: Settings, auth_headers: dict[str, str]) -> Iterator[TestClient]:
+    """An API whose files may be at most 2,000 bytes."""
+    from api.main import create_app
+
+    small = unworked(settings).model_copy(update={"max_file_bytes": 2000})
+    with TestClient(create_app(small), headers=auth_headers) as client:
+        yield client
+
+
+@pytest.mark.usefixtures("nothing_created")
+@pytest.mark.parametrize("form", ["multipart", "multipart-undeclared", "json"])
+def test_a_file_over_its_cap_is_413(capped: TestClient, form: str) -> None:
+    data = pdf(*[INVOICE] * 8)
+    assert len(data) > 2000
+    if form == "json":
+        kwargs: dict[str, Any] = {
+            "json": {
+                "documents": [
+                    {"id": "big.pdf", "content": b64(data), "content_type": "application/pdf"}
+                ]
+            }
+        }
+    else:
+        ctype = "application/pdf" if form == "multipart" else "application/octet-stream"
+        kwargs = {"files": [("files", ("big.pdf", data, ctype))]}
+    resp = capped.post("/v1/jobs", **kwargs)
+    assert resp.status_code == 413, resp.text
+    assert resp.json()["error"]["code"] == "payload_too_large"
+    assert "'big.pdf' is larger than 2000 bytes" in resp.json()["error"]["message"]
+
+
+@pytest.fixture
+def small_store(
+    tmp_path: Path, settings: Settings, auth_headers: dict[str, str]
+) -> Iterator[tuple[TestClient, redis.Redis]]:
+    """An API on a Redis of its own, whose maxmemory leaves 512 KiB free."""
+    from api.main import create_app
+
+    with redis_server(tmp_path / "redis") as url:
+        own = unworked(settings.model_copy(update={"redis_url": url}))
+        with TestClient(create_app(own), headers=tenant_headers(own)) as client:
+            r = redis.Redis.from_url(url)
+            r.config_set("maxmemory-policy", "noeviction")
+            r.config_set("maxmemory", int(r.info("memory")["used_memory"]) + 512 * 1024)
+            yield client, r
+
+
+def test_files_that_would_pass_the_store_s_memory_limit_are_503_and_store_nothing(
+    small_store: tuple[TestClient, redis.Redis],
+) -> None:
+    """The files are written in the job's one transaction: Redis refusing them (its query
+    buffers count against maxmemory) leaves no part of the job behind."""
+    api, r = small_store
+    before = set(r.keys("docq:job:*"))
+    big = bytes(pdf(INVOICE)) + b"%" + b"x" * (1024 * 1024)  # a 1 MB PDF (trailing junk)
+    files = [("small.pdf", pdf(INVOICE), "application/pdf"), ("big.pdf", big, "application/pdf")]
+    resp = api.post("/v1/jobs", files=[("files", f) for f in files])
+    assert resp.status_code == 503, resp.text
+    assert resp.json()["error"]["code"] == "store_full"
+    assert resp.headers["retry-after"] == "30"
+    assert set(r.keys("docq:job:*")) == before
+    r.config_set("maxmemory", 0)  # an operator gives it room: files are taken again
+    small = api.post("/v1/jobs", files=[("files", ("small.pdf", pdf(INVOICE), "application/pdf"))])
+    assert small.status_code == 202, small.text
