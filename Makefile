@@ -60,6 +60,11 @@ $(STAMP): pyproject.toml
 system:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@# OCR (docq.extract): Tesseract's English data from Debian (tesseract-ocr-eng, with
+	@# tesseract-ocr itself); the tesserocr wheel carries libtesseract, these its languages.
+	@test -f /usr/share/tesseract-ocr/5/tessdata/eng.traineddata || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends tesseract-ocr tesseract-ocr-eng >/dev/null; }
 	@# The Python-backend stub embeds libpython: Debian ships it apart from the interpreter.
 	@$(BIN)/python -c "import sysconfig,pathlib,sys; d=sysconfig.get_config_var('LIBDIR'); sys.exit(0 if list(pathlib.Path(d).glob('libpython3.11.so*')) or list(pathlib.Path('/usr/lib').rglob('libpython3.11.so*')) else 1)" \
 		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpython3.11 >/dev/null; }

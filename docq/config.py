@@ -11,6 +11,7 @@ from functools import lru_cache
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from docq.config_extract import Extraction
 from docq.config_fields import (
     REPO_ROOT,
     Access,
@@ -31,7 +32,9 @@ __all__ = ["REPO_ROOT", "Settings", "get_settings"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-class Settings(BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks):
+class Settings(
+    BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks, Extraction
+):
     """docq settings; validated once at process start (fields: config_fields.py)."""
 
     model_config = SettingsConfigDict(env_prefix="DOCQ_", env_file=None, extra="ignore")

@@ -13,6 +13,7 @@
      │    │    └── IdempotencyKeyReused   same Idempotency-Key, different request
      │    ├── TenantLimitExceeded    the tenant has too much work in flight (429)
      │    ├── UnknownModel       the model is not in the Triton repository
+     │    ├── ExtractionFailed   a document's file yields no text (docq.extract): its .code says why
      │    └── ModelError         the model answered with something unusable
      │         └── WindowsRejected    it refused some windows of a request, not all
      └── RetryableError          the world may heal: Celery retries these with backoff
@@ -110,6 +111,37 @@ class UnknownModel(PermanentError):
     """The named model is not served by Triton."""
 
     code = "unknown_model"
+
+
+class ExtractionFailed(PermanentError):
+    """A document's file could not be read into text (encrypted, truncated, a bomb, too
+    long to read...): that document's error, never the job's. `code` says which (CODES)."""
+
+    CODES = frozenset(
+        {
+            "unreadable",  # malformed, or the parser gave up or died
+            "encrypted",  # a password-protected PDF or DOCX
+            "truncated",  # the file ends before its structure does
+            "type_mismatch",  # the bytes are not what the declared type says
+            "no_text",  # readable, but no text in it (a blank page, an empty document)
+            "too_many_pages",  # more pages than DOCQ_EXTRACT_MAX_PAGES
+            "too_many_pixels",  # an image (or page) larger than DOCQ_EXTRACT_MAX_PIXELS
+            "too_large",  # decompresses (or grows in memory) past the limits
+            "timeout",  # reading it took longer than DOCQ_EXTRACT_TIMEOUT_S
+            "unsupported_type",  # a content type docq does not extract
+            "ocr_unavailable",  # it needs OCR and Tesseract is not installed here
+        }
+    )
+
+    def __init__(self, code: str, message: str, detail: Any = None) -> None:
+        if code not in self.CODES:
+            raise ValueError(f"unknown extraction failure code {code!r}")
+        super().__init__(message, detail)
+        self.code = code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # crosses a process boundary (docq.extract.isolation): rebuild from the same three
+        return (type(self), (self.code, self.message, self.detail))
 
 
 class ModelError(PermanentError):
