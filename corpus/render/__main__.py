@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
             p.add_argument("--dpi", type=int, default=300)
             p.add_argument("--format", choices=FORMATS, default="png")
             p.add_argument("--bilevel", action="store_true", help="black and white (fax mode)")
+            p.add_argument("--processes", type=int, default=1, help="render in parallel")
         else:
             p.add_argument("--form", choices=BORN_DIGITAL, default="pdf")
     args = parser.parse_args(argv)
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         labels = files.samples(args.out, args.seed)
     elif args.command == "scans":
         form = files.scan_form(args.format, args.dpi, args.bilevel)
-        labels = files.scans(args.out, args.n, args.seed, form)
+        labels = files.scans(args.out, args.n, args.seed, form, args.processes)
     else:
         ext = {"text": "txt", "html": "html", "pdf": "pdf", "docx": "docx"}[args.form]
         labels = files.write(

@@ -97,7 +97,9 @@ def encode(pages: list[Image.Image], fmt: str, dpi: int, bilevel: bool = False) 
     out = io.BytesIO()
     first, rest = pages[0], pages[1:]
     if fmt == "png":
-        first.save(out, "PNG", dpi=(dpi, dpi), optimize=True)
+        # zlib's best effort pays on black and white (the samples), not on grey noise,
+        # where it only triples the time a 300 dpi page takes.
+        first.save(out, "PNG", dpi=(dpi, dpi), optimize=bilevel)
     elif fmt == "jpeg":
         first.convert("L").save(out, "JPEG", dpi=(dpi, dpi), quality=60)
     elif fmt == "tiff":

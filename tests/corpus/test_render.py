@@ -168,3 +168,12 @@ def test_cli_writes_n_scanned_pages_with_their_labels(tmp_path: Path) -> None:
             assert round(image.info["dpi"][0]) == 100
             # A4 at 100 dpi, or a receipt's 80 mm roll
             assert min(abs(image.width - 827), abs(image.width - 315)) <= 1, image.size
+
+
+def test_scans_rendered_in_processes_are_the_same_files(tmp_path: Path) -> None:
+    form = files.scan_form("tiff", 60)
+    one = files.scans(tmp_path / "one", 3, 4, form)
+    two = files.scans(tmp_path / "two", 3, 4, form, processes=2)
+    assert one == two
+    for name in one:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
