@@ -30,9 +30,10 @@ class Extraction(BaseModel):
     extract_max_decompressed_bytes: int = Field(
         200_000_000,
         ge=1,
-        description="Most bytes a compressed container (a DOCX's zip, a PDF's streams) may "
-        "unpack to, checked before it is opened where the format says its sizes; also the "
-        "address-space headroom of the isolated child. Lower refuses zip bombs sooner.",
+        description="Most bytes a DOCX's zip, or a PDF's streams other than images (each "
+        "image is held to the pixels it declares), may unpack to, checked before the parser "
+        "opens them; also the largest text or HTML document. Lower refuses bombs sooner and "
+        "some honest long documents.",
     )
     extract_max_ratio: float = Field(
         200.0,
@@ -44,9 +45,10 @@ class Extraction(BaseModel):
     extract_timeout_s: float = Field(
         60.0,
         gt=0,
-        description="Wall-clock limit on reading one document, enforced by killing the "
-        "isolated child that reads it. Lower frees a worker sooner from a hostile file; a long "
-        "scanned document needs seconds per OCR'd page.",
+        description="Wall-clock limit on reading one document: checked between pages, and "
+        "enforced in the isolated child by a kernel timer that ends it (a parser stuck in C). "
+        "Lower frees a worker sooner from a hostile file; a long scan needs seconds per OCR'd "
+        "page.",
     )
     extract_max_chars: int = Field(
         2_000_000,

@@ -35,6 +35,8 @@ NOT_THERE = {
     "tensorrt": "NVIDIA's own index only; conversion.tensorrt says TensorRT is absent",
     "openvino": "doc-type's CPU runtimes: bench.gpu.parity pack-openvino carries it apart",
     "pytriton": "the trimmed tritonserver folder of .devpack/tritonserver.tar.xz",
+    "tesserocr": "OCR's binding; its language data (Debian's tesseract-ocr-eng) is not on the "
+    "device, so docq.extract.ocr answers ocr_unavailable before importing it",
     "docq_execute": "serving/runtimes/execute.py, installed beside the model (runtimes.HELPERS)",
     "docq_flat": "serving/runtimes/flat.py, installed beside the model (runtimes.HELPERS)",
     "docq_kernels": "serving/runtimes/kernels.py, installed beside the model (runtimes.HELPERS)",

@@ -78,6 +78,12 @@ WHEELS = [
     "python-multipart==0.0.34",
     "uvicorn==0.54.0",
     "swagger-ui-bundle-v2==5.31.0",  # api/docs.py serves the docs' assets from it
+    # the extract worker (docq.extract): PDF, DOCX, HTML; lxml and pillow are there already.
+    # Not tesserocr: Tesseract's language data is a Debian package the device lacks, so OCR
+    # is unavailable there (carried.NOT_THERE) and scans fail as ocr_unavailable.
+    "pypdfium2==5.15.2",
+    "python-docx==1.2.0",
+    "selectolax==1.0.2",
     # the old architecture on the same GPU (bench/baseline/app.py)
     "gunicorn==27.0.1",
     "uvicorn-worker==0.4.0",

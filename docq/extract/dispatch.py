@@ -39,9 +39,10 @@ def _extract(data: bytes, content_type: str, limits: Limits, deadline: float) ->
     if content_type in (TEXT, HTML):
         from docq.extract.text import extract_html, extract_text
 
-        if found not in (TEXT, HTML):
-            # binary, or not UTF-8: the interface says "unreadable" for text that is not text
+        if found is None:  # binary, or not UTF-8: text that is not text
             raise ExtractionFailed("unreadable", _mismatch(content_type, found))
+        if found not in (TEXT, HTML):  # a PDF or an image sent as text
+            raise ExtractionFailed("type_mismatch", _mismatch(content_type, found))
         return extract_text(data, limits) if content_type == TEXT else extract_html(data, limits)
     if found != content_type and not (content_type == DOCX and found is None):
         raise ExtractionFailed("type_mismatch", _mismatch(content_type, found))
@@ -56,7 +57,7 @@ def _extract(data: bytes, content_type: str, limits: Limits, deadline: float) ->
     if content_type in IMAGES:
         from docq.extract.images import extract_image
 
-        return extract_image(data, content_type, limits)
+        return extract_image(data, content_type, limits, deadline)
     raise ExtractionFailed("unsupported_type", f"docq does not extract {content_type!r}")
 
 

@@ -21,6 +21,7 @@ from docx.text.paragraph import Paragraph
 
 from docq.errors import ExtractionFailed
 from docq.extract.base import Extracted, Limits, finish
+from docq.extract.sniff import is_docx
 
 CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # OLE compound file: .doc, or an encrypted DOCX
 ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")  # the stream Office encrypts into
@@ -34,6 +35,8 @@ def extract_docx(data: bytes, limits: Limits) -> Extracted:
             raise ExtractionFailed("encrypted", "the Word document is password-protected")
         raise ExtractionFailed("type_mismatch", "an OLE file (a .doc?), not a DOCX")
     check_zip(data, limits)
+    if not is_docx(data):
+        raise ExtractionFailed("type_mismatch", "the zip is not a Word document")
     try:
         document = docx.Document(io.BytesIO(data))
     except PackageNotFoundError:

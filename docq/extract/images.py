@@ -9,6 +9,8 @@ own guard (and anything decoded through it, e.g. a TIFF frame) agrees.
 from __future__ import annotations
 
 import io
+import math
+import time
 import warnings
 from collections.abc import Iterator
 
@@ -21,9 +23,15 @@ from docq.extract.ocr import ocr_image
 FORMATS = {PNG: "PNG", JPEG: "JPEG", TIFF: "TIFF"}  # Pillow's names of the content types
 
 
-def extract_image(data: bytes, content_type: str, limits: Limits) -> Extracted:
+def extract_image(
+    data: bytes, content_type: str, limits: Limits, deadline: float = math.inf
+) -> Extracted:
     """Every page (TIFF frame) of the image, OCR'd."""
-    texts = [ocr_image(page, limits) for page in pages(data, content_type, limits)]
+    texts = []
+    for number, page in enumerate(pages(data, content_type, limits), start=1):
+        if time.monotonic() > deadline:
+            raise ExtractionFailed("timeout", f"still reading frame {number}")
+        texts.append(ocr_image(page, limits))
     return finish("\n\n".join(t.strip() for t in texts), len(texts), "ocr", limits)
 
 
@@ -49,11 +57,11 @@ def open_image(data: bytes, content_type: str, limits: Limits) -> Image.Image:
             image = Image.open(io.BytesIO(data), formats=[FORMATS[content_type]])
     except Image.DecompressionBombError as exc:
         raise ExtractionFailed("too_many_pixels", f"the image is too large: {exc}") from None
-    except UnidentifiedImageError:
+    except UnidentifiedImageError:  # the magic number matched (dispatch): the rest did not
         raise ExtractionFailed(
-            "type_mismatch", f"the bytes are not a {FORMATS[content_type]} image"
+            "unreadable", f"the {FORMATS[content_type]} header is broken"
         ) from None
-    except (OSError, SyntaxError, ValueError) as exc:  # Pillow's header errors
+    except (OSError, SyntaxError, ValueError) as exc:  # Pillow's other header errors
         raise ExtractionFailed("unreadable", f"the image header is broken: {exc}") from None
     check_pixels(image.size, limits, "the image")
     return image
@@ -81,7 +89,7 @@ def decode(image: Image.Image) -> Image.Image:
     except Image.DecompressionBombError as exc:
         raise ExtractionFailed("too_many_pixels", f"the image is too large: {exc}") from None
     except OSError as exc:
-        if "truncated" in str(exc) or "broken data stream" in str(exc):
+        if "truncated" in str(exc):
             raise ExtractionFailed("truncated", f"the image ends early: {exc}") from None
         raise ExtractionFailed("unreadable", f"the image cannot be decoded: {exc}") from None
     except (SyntaxError, ValueError, EOFError) as exc:

@@ -34,7 +34,7 @@ def extract_pdf(data: bytes, limits: Limits, deadline: float) -> Extracted:
     """The text of every page, from the text layer or OCR, in page order."""
     if b"%%EOF" not in data[-EOF_WINDOW:]:
         raise ExtractionFailed("truncated", "the PDF has no end marker (%%EOF): cut short")
-    check_flate_streams(data, limits.max_decompressed_bytes)
+    check_flate_streams(data, limits.max_decompressed_bytes, limits.max_pixels)
     pdf = open_pdf(data)
     try:
         count = len(pdf)

@@ -44,7 +44,7 @@ def sniff(data: bytes) -> str | None:
     if data.startswith((b"II*\x00", b"MM\x00*")):
         return TIFF
     if data.startswith(b"PK\x03\x04"):
-        return DOCX if _is_docx(data) else None
+        return DOCX if is_docx(data) else None
     text = _as_text(data)
     if text is None:
         return None
@@ -57,7 +57,7 @@ def sniff(data: bytes) -> str | None:
 PDF_MAGIC = b"%PDF-"
 
 
-def _is_docx(data: bytes) -> bool:
+def is_docx(data: bytes) -> bool:
     """A zip whose [Content_Types].xml declares a Word main document part."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:

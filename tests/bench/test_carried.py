@@ -24,3 +24,13 @@ def test_lazy_imports_inside_functions_are_followed() -> None:
     found = carried.third_party_imports(("serving.server", "conversion.convert"))
     assert {"pytriton", "openvino"} <= set(found)
     assert set(carried.NOT_THERE) >= {"pytriton", "openvino", "tensorrt"}
+
+
+def test_the_extract_workers_readers_are_there_or_carried() -> None:
+    # docq.extract (issue 21) runs in the extract worker, which bench.gpu.pipeline starts
+    # there once workers/ calls extract_isolated: its parsers travel; tesserocr is excused
+    entry = ("docq.extract", "docq.extract.pdf", "docq.extract.docx", "docq.extract.text")
+    assert carried.unmet(entry=entry) == []
+    found = carried.third_party_imports(entry)
+    assert {"pypdfium2", "docx", "selectolax", "PIL", "tesserocr"} <= set(found)
+    assert carried.unmet([p for p in pack.WHEELS if not p.startswith("pypdfium2")], entry) != []
