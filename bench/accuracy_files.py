@@ -183,9 +183,17 @@ def measure(n: int, seed: int, forms: tuple[str, ...], repository: Path, model: 
         "scan": "300 dpi, skew 0.5-2 deg, blur, noise, specks, JPEG q35-70; "
         f"file formats in turn: {', '.join(SCAN_IMAGES)}",
         "tesseract": _tesseract_version(),
+        "git_commit": _git_commit(),
         "machine": f"{platform.machine()}, {platform.python_version()}",
         "forms": report,
     }
+
+
+def _git_commit() -> str | None:
+    """The checkout's commit (the extraction and templates measured), if it is a checkout."""
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                         text=True, check=False)  # fmt: skip
+    return out.stdout.strip() or None
 
 
 def _tesseract_version() -> str | None:
