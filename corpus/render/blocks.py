@@ -8,7 +8,7 @@ as grids, boxed totals and a footer repeated on every page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,7 @@ class Layout:
 
     id: str
     label: str
-    template: str  # which unseen template wrote it (for the bench's per-template view)
+    template: str  # which unseen template wrote it
     blocks: tuple[Block, ...]
     footer: tuple[str, ...] = ()
     narrow: bool = False  # a till roll (80 mm) rather than an A4 page
-    meta: dict[str, str] = field(default_factory=dict, compare=False)
