@@ -22,6 +22,7 @@ from docq.config_fields import (
     Webhooks,
     Workers,
 )
+from docq.config_redis import RedisTopology
 from docq.errors import WebhookRefused
 from docq.webhook_guard import check_secret, check_url
 
@@ -31,7 +32,18 @@ __all__ = ["REPO_ROOT", "Settings", "get_settings"]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-class Settings(BaseSettings, Places, Api, Access, JobStore, Workers, Models, Scheduling, Webhooks):
+class Settings(
+    BaseSettings,
+    Places,
+    RedisTopology,
+    Api,
+    Access,
+    JobStore,
+    Workers,
+    Models,
+    Scheduling,
+    Webhooks,
+):
     """docq settings; validated once at process start (fields: config_fields.py)."""
 
     model_config = SettingsConfigDict(env_prefix="DOCQ_", env_file=None, extra="ignore")
@@ -91,6 +103,12 @@ class Settings(BaseSettings, Places, Api, Access, JobStore, Workers, Models, Sch
             raise ValueError("shard_lease_s, sweep_interval_s and audit_interval_s must be > 0")
         if self.task_retry_budget_s < 0:
             raise ValueError("task_retry_budget_s must be >= 0")
+        if self.redis_wait_replicas < 0 or self.redis_wait_timeout_ms < 1:
+            raise ValueError("redis_wait_replicas must be >= 0, redis_wait_timeout_ms >= 1")
+        if self.redis_mode not in ("single", "sentinel"):
+            raise ValueError("redis_mode must be single or sentinel")
+        if self.redis_socket_timeout_s <= 0:
+            raise ValueError("redis_socket_timeout_s must be > 0")
 
     @property
     def triton_endpoints(self) -> tuple[str, ...]:
