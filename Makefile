@@ -58,7 +58,8 @@ $(STAMP): pyproject.toml
 		|| { $(BIN)/pip install --quiet --upgrade pip && $(BIN)/pip install --quiet -e '.[server,build,bench,dev]'; }
 	touch $@
 
-# System packages: only redis-server (tritonserver comes inside the nvidia-pytriton wheel).
+# System packages: only redis-server (tritonserver comes inside the nvidia-pytriton wheel; the
+# Sentinels of DOCQ_REDIS_MODE=sentinel are the same binary, `redis-server --sentinel`).
 system:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }

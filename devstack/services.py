@@ -272,6 +272,28 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
 
 
 @contextmanager
+def flower_server(
+    env: dict[str, str], log: Path, login: tuple[str, str], timeout: float = 300
+) -> Iterator[str]:
+    """Flower as `make up` runs it (stack.flower, behind the basic-auth `login`) on a free
+    port; yields its URL once it answers (a slow start on a busy machine is no failure)."""
+    import httpx
+
+    port = free_port()
+    env = {**env, "FLOWER_BASIC_AUTH": ":".join(login)}  # in the environment, as devstack
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            stack.flower(port), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: httpx.get(url).status_code == 401, timeout, f"flower (log: {log})", proc)
+        yield url
+    finally:
+        stop(proc)
+
+
+@contextmanager
 def baseline_server(
     env: dict[str, str], log: Path, workers: int
 ) -> Iterator[tuple[str, subprocess.Popen]]:

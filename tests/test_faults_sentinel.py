@@ -3,7 +3,8 @@ Sentinels topology (devstack's, down-after 1 s) is killed (SIGKILL) in the middl
 600-document job. The API process and the workers, pointed at the Sentinels, follow the
 promoted replica with no restart: every document of every upload answered 202 is answered
 exactly once with the labels of a fault-free run; uploads during the failover get 503 JSON
-within the client's timeout (no hang), and 202 again within the product's promise of 30 s.
+within the client's timeout (no hang), and 202 again within the product's promise of 30 s;
+Flower, on the same broker URL, sees the tasks the workers run after the failover.
 
 Uploads wait for the replica (redis_wait_replicas=1), so a 202 means the job was on the
 replica when the master died. The killed server comes back on its data as a replica of the
@@ -22,7 +23,13 @@ import httpx
 import pytest
 import redis
 
-from devstack.services import SentinelGroup, api_server, celery_worker, redis_sentinels
+from devstack.services import (
+    SentinelGroup,
+    api_server,
+    celery_worker,
+    flower_server,
+    redis_sentinels,
+)
 from docq.config import Settings
 from docq.store import open_store
 from tests.conftest import FAULT_DOCUMENTS as DOCUMENTS
@@ -38,6 +45,7 @@ BACK_WITHIN_S = 30
 # What a client waits for one answer: a request that hangs longer fails the test.
 CLIENT_TIMEOUT_S = 15
 SMALL = 3  # documents of each upload sent during the failover
+FLOWER_LOGIN = ("docq", "failover-test")
 JOB_KEY = re.compile(rb"^docq:job:\{([0-9a-f]+)\}$")
 
 
@@ -74,6 +82,7 @@ def test_killing_the_master_mid_job_loses_no_accepted_document(
         with (
             celery_worker(env, tmp_path / "worker.log", "cpu,cpu-priority", concurrency=4),
             api_server(env, tmp_path / "api.log") as url,
+            flower_server(env, tmp_path / "flower.log", FLOWER_LOGIN) as flower_url,
             httpx.Client(base_url=url, headers=tenant_headers(s), timeout=CLIENT_TIMEOUT_S) as api,
         ):
             created = api.post("/v1/jobs", json={"model": "doc-type", "documents": docs})
@@ -123,6 +132,17 @@ def test_killing_the_master_mid_job_loses_no_accepted_document(
                 results = all_results(api, job_id)  # type: ignore[arg-type]
                 assert [(r["id"], r["label"]) for r in results] == fault_free_labels[:SMALL]
                 assert store.answers(job_id) == dict.fromkeys(range(SMALL), 1)
+
+            # Flower's event consumer followed the new master too: the tasks of the jobs
+            # accepted after the failover reached it (task events travel through the broker).
+            def flower_saw(job_id: str) -> bool:
+                tasks = httpx.get(
+                    f"{flower_url}/api/tasks", auth=FLOWER_LOGIN, params={"state": "SUCCESS"}
+                ).json()
+                return any(job_id in str(t.get("args")) for t in tasks.values())
+
+            for job_id in accepted:
+                until(lambda j=job_id: flower_saw(j), f"Flower to see job {job_id}'s task", 60)
 
             # A refused upload that the dying master could not remove is on the new master
             # whole, if at all: the sweeper enqueues it, and it completes like any job.
