@@ -25,7 +25,7 @@ def main(argv: list[str]) -> None:
     process = stack[argv[0]]
     for data in ("redis", "redis-replica"):
         (RUN_DIR / data).mkdir(parents=True, exist_ok=True)
-    if process.config is not None and not process.config[0].exists():
+    if process.config is not None:  # the roles of stack.py, whatever a failover changed
         process.config[0].parent.mkdir(parents=True, exist_ok=True)
         process.config[0].write_text(process.config[1])
     env = {**os.environ, **process.env}

@@ -29,8 +29,8 @@ WEBHOOKS_METRICS_DIR = "/tmp/docq-webhooks-metrics"
 @dataclass(frozen=True)
 class Process:
     """One process of the stack: its command line, extra environment and niceness;
-    `config`: a file it needs, written before it starts when it is not there yet (a
-    Sentinel rewrites its own with what it learned, which must survive a restart)."""
+    `config`: a file it needs, written afresh before it starts (a Sentinel's, which it
+    rewrites as it learns)."""
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
@@ -42,6 +42,10 @@ class Process:
 # of it and three Sentinels, a quorum of two of which declares the master down and promotes
 # the replica. Every docq process reaches Redis through the Sentinels (a sentinel:// URL,
 # docq/config_redis.py) and an upload is answered 202 once the replica has it (Redis WAIT).
+# honcho stops the whole stack when one process ends, so it always starts whole, in these
+# roles: after a failover, the next `make up` starts 6379 as the master again, on its own
+# data (what only the promoted 6380 took meanwhile is resynced away). A deployment keeps
+# the roles the Sentinels chose (deploy/k8s-sentinel: each pod asks them as it starts).
 SENTINEL_MASTER = "docq"
 SENTINEL_QUORUM = 2
 SENTINEL_PORTS = (26379, 26380, 26381)
