@@ -87,7 +87,7 @@ class SentinelGroup:
                 )
             except redis.RedisError:
                 continue
-            return int(found[1]) if found else None
+            return int(found[1]) if isinstance(found, tuple) else None
         return None
 
     def start(self, port: int, replica_of: int | None = None) -> None:
@@ -138,7 +138,11 @@ def redis_sentinels(workdir: Path, *, down_after_ms: int = 1000) -> Iterator[Sen
                 return False
             for port in group.sentinel_ports:
                 seen = redis.Redis(port=port).sentinel_master(stack.SENTINEL_MASTER)
-                if seen["num-slaves"] < 1 or seen["num-other-sentinels"] < 2:
+                if (
+                    not isinstance(seen, dict)
+                    or seen["num-slaves"] < 1
+                    or seen["num-other-sentinels"] < 2
+                ):
                     return False
             return True
 

@@ -88,6 +88,16 @@ class _StorePipeline(Pipeline):  # type: ignore[misc]
         return replies
 
 
+def replicated(p: Pipeline, replicas: int, timeout_ms: int) -> Pipeline:
+    """`p` (a pipeline of the store's client), made to wait for `replicas` replicas as it
+    executes (_StorePipeline.replicated)."""
+    if isinstance(p, _StorePipeline):
+        return p.replicated(replicas, timeout_ms)
+    if replicas:
+        raise TypeError("only the store's own pipelines (StoreRedis) wait for replicas")
+    return p
+
+
 class StoreRedis(redis.Redis):  # type: ignore[misc]
     """A redis-py client whose failures raise StoreUnavailable."""
 

@@ -156,7 +156,7 @@ class JobStore:
             if idempotency is not None:
                 self.idempotency.bind_in(p, *idempotency, ttl_s=self.ttl_s)
             try:
-                replies = p.replicated(*self.replication).execute()
+                replies = connection.replicated(p, *self.replication).execute()
             except NotReplicated:
                 with contextlib.suppress(StoreUnavailable):
                     self.delete_job(job_id, n_shards)
