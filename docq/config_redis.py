@@ -8,6 +8,11 @@ store (docq/store/sentinel.py), Celery's broker and Flower (docq/queue.py) ask t
 for the master at each new connection, so after a failover they reach the new one with no
 restart, for one more round trip per connection and three more processes to run. The URL's
 password is the master's and the Sentinels' (requirepass on both).
+
+Why WAIT after an upload's transaction and not `min-replicas-to-write 1` on the master: the
+latter only refuses writes while no replica has been heard from for min-replicas-max-lag
+seconds, so a write it takes may still be lost with the master; WAIT returns once a replica
+has this very write, and only the upload (what a 202 promises) pays its round trip.
 """
 
 from __future__ import annotations
