@@ -12,9 +12,11 @@ LANG_MODEL := model_repository/doc-lang/1/model.onnx
 .PHONY: up test test-fast test-e2e lint format install system model train bench load clean
 
 # The local stack may call webhook receivers on this machine (the SSRF guard allows it here).
+# DOCQ_REDIS_MODE=sentinel make up: Redis as a master, a replica and three Sentinels
+# (devstack/stack.py) instead of one redis-server; the Procfile's processes of that mode.
 up: install system model
 	DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS=$${DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS:-true} \
-		$(BIN)/honcho start -f Procfile
+		$(BIN)/honcho start -f Procfile $$($(BIN)/python -m devstack --names)
 
 # The tiers (tests/tiers.py): test-fast while you work (minutes: no Celery workers, no
 # kills, no model builds), test-e2e the rest, test everything (what .ci/run calls). Under
@@ -56,7 +58,8 @@ $(STAMP): pyproject.toml
 		|| { $(BIN)/pip install --quiet --upgrade pip && $(BIN)/pip install --quiet -e '.[server,build,bench,dev]'; }
 	touch $@
 
-# System packages: only redis-server (tritonserver comes inside the nvidia-pytriton wheel).
+# System packages: only redis-server (tritonserver comes inside the nvidia-pytriton wheel; the
+# Sentinels of DOCQ_REDIS_MODE=sentinel are the same binary, `redis-server --sentinel`).
 system:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }

@@ -48,7 +48,10 @@ def status_of(exc: errors.DocqError) -> int:
 def _headers(exc: errors.DocqError, status: int) -> dict[str, str] | None:
     if status == 401:
         return {"WWW-Authenticate": 'Bearer realm="docq"'}
-    if isinstance(exc, errors.TenantLimitExceeded | errors.Overloaded | errors.StoreFull):
+    if isinstance(
+        exc,
+        errors.TenantLimitExceeded | errors.Overloaded | errors.StoreFull | errors.NotReplicated,
+    ):
         return {"Retry-After": str(exc.retry_after_s)}
     if status == 503:
         return {"Retry-After": "5"}

@@ -18,7 +18,7 @@ from docq import __version__, logs
 from docq.catalog import ModelCatalog
 from docq.config import Settings, get_settings
 from docq.queue import make_celery
-from docq.store import JobStore
+from docq.store import open_store
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -29,13 +29,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         s = settings or get_settings()
         resources = Resources(
             settings=s,
-            store=JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s),
+            store=open_store(s),
             catalog=ModelCatalog(s.triton_endpoints, s.model_repository),
             celery=make_celery(s),
         )
         app.state.resources = resources
         app.state.scrape_registry = metrics.scrape_registry(
-            s.celery_broker_url, resources.catalog, resources.store, lanes=s.bulk_lanes
+            s.celery_broker_url,
+            resources.catalog,
+            resources.store,
+            lanes=s.bulk_lanes,
+            sentinel_master=s.redis_sentinel_master,
         )
         # Everything imported and built so far lives as long as the process: move it out of
         # the garbage collector's reach. A full collection otherwise walks ~100k start-up

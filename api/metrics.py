@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 from docq.catalog import ModelCatalog
 from docq.metrics import registry
 from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, WEBHOOKS_QUEUE, consumed_queues
-from docq.store import JobStore
+from docq.store import JobStore, connection
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +123,19 @@ class StoreCollector(Collector):
 
 
 def scrape_registry(
-    broker_url: str, catalog: ModelCatalog, store: JobStore, *, lanes: int
+    broker_url: str,
+    catalog: ModelCatalog,
+    store: JobStore,
+    *,
+    lanes: int,
+    sentinel_master: str = "docq",
 ) -> CollectorRegistry:
     """The registry of what this API reads at scrape time (one per app: its own clients);
-    `lanes`: the bulk_lanes setting."""
+    `lanes`: the bulk_lanes setting; `sentinel_master`: the master's name when broker_url
+    names Sentinels."""
     scraped = CollectorRegistry(auto_describe=False)
-    client = redis.Redis.from_url(broker_url, socket_timeout=2)
+    # A scrape must not wait long: no numbers rather than a hung /metrics.
+    client = connection.plain(broker_url, sentinel_master=sentinel_master, socket_timeout=2)
     scraped.register(QueueCollector(client, lanes=lanes))
     scraped.register(TritonCollector(catalog))
     scraped.register(StoreCollector(store))

@@ -26,7 +26,7 @@ console = Console(stderr=True)
 
 def _tenants() -> Tenants:
     s = get_settings()
-    return Tenants(connection.connect(s.redis_url), secret=s.api_key_secret)
+    return Tenants(connection.from_settings(s), secret=s.api_key_secret)
 
 
 def _unavailable(exc: StoreUnavailable) -> typer.Exit:

@@ -27,7 +27,7 @@ def _write_private(path: Path, text: str) -> None:
 def ensure_dev_key(settings: Settings, path: Path) -> str:
     """The development tenant's API key: the one in `path` while Redis still knows it, else
     a new one, written there and printed."""
-    tenants = Tenants(connection.connect(settings.redis_url), secret=settings.api_key_secret)
+    tenants = Tenants(connection.from_settings(settings), secret=settings.api_key_secret)
     kept = path.read_text().strip() if path.exists() else ""
     deadline = time.monotonic() + REDIS_WAIT_S
     while True:

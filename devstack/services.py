@@ -10,6 +10,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from devstack import stack
@@ -64,6 +65,92 @@ def redis_server(workdir: Path, port: int | None = None) -> Iterator[str]:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         stop(proc)
+
+
+@dataclass
+class SentinelGroup:
+    """A running master, its replica and three Sentinels (stack.py's topology)."""
+
+    url: str  # sentinel:// (what DOCQ_REDIS_URL is set to)
+    sentinel_ports: list[int]
+    servers: dict[int, subprocess.Popen] = field(default_factory=dict)  # port -> redis-server
+    data: dict[int, Path] = field(default_factory=dict)  # port -> its data directory
+
+    def master_port(self) -> int | None:
+        """The master's port as the first Sentinel that answers sees it, else None."""
+        import redis
+
+        for port in self.sentinel_ports:
+            try:
+                found = redis.Redis(port=port, socket_timeout=1).sentinel_get_master_addr_by_name(
+                    stack.SENTINEL_MASTER
+                )
+            except redis.RedisError:
+                continue
+            return int(found[1]) if isinstance(found, tuple) else None
+        return None
+
+    def start(self, port: int, replica_of: int | None = None) -> None:
+        """Start the redis-server of `port` (again: on its data), as a replica or not."""
+        argv = (
+            stack.redis(port, self.data[port])
+            if replica_of is None
+            else stack.redis_replica(port, self.data[port], replica_of)
+        )
+        self.servers[port] = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+
+
+@contextmanager
+def redis_sentinels(workdir: Path, *, down_after_ms: int = 1000) -> Iterator[SentinelGroup]:
+    """stack.py's Sentinel topology on free ports, failing over fast (`down_after_ms`):
+    yields once the replica is in sync and every Sentinel knows the others and the replica."""
+    import redis
+
+    master, replica = free_port(), free_port()
+    group = SentinelGroup(url="", sentinel_ports=[free_port() for _ in range(3)])
+    sentinels = []
+    try:
+        for port, of in ((master, None), (replica, master)):
+            group.data[port] = workdir / f"redis-{port}"
+            group.data[port].mkdir(parents=True, exist_ok=True)
+            group.start(port, of)
+        # Sentinels started once the replica is in sync see it in their first INFO of the
+        # master, instead of the next one, 10 s later.
+        wait_for(
+            lambda: redis.Redis(port=master).info("replication")["slave0"]["state"] == "online",
+            30,
+            "the replica in sync",
+        )
+        config = stack.sentinel_config(
+            master, down_after_ms=down_after_ms, failover_timeout_ms=4 * down_after_ms
+        )
+        for port in group.sentinel_ports:
+            conf = workdir / f"sentinel-{port}.conf"
+            conf.write_text(config)
+            sentinels.append(
+                subprocess.Popen(stack.sentinel(port, conf), stdout=subprocess.DEVNULL)
+            )
+        group.url = stack.sentinel_url(group.sentinel_ports)
+
+        def ready() -> bool:
+            info = redis.Redis(port=master).info("replication")
+            if info.get("slave0", {}).get("state") != "online":
+                return False
+            for port in group.sentinel_ports:
+                seen = redis.Redis(port=port).sentinel_master(stack.SENTINEL_MASTER)
+                if (
+                    not isinstance(seen, dict)
+                    or seen["num-slaves"] < 1
+                    or seen["num-other-sentinels"] < 2
+                ):
+                    return False
+            return True
+
+        wait_for(ready, 30, "the Sentinel topology")
+        yield group
+    finally:
+        for proc in [*sentinels, *group.servers.values()]:
+            stop(proc)
 
 
 @contextmanager
@@ -183,6 +270,28 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, 60, "api", proc)
+        yield url
+    finally:
+        stop(proc)
+
+
+@contextmanager
+def flower_server(
+    env: dict[str, str], log: Path, login: tuple[str, str], timeout: float = 300
+) -> Iterator[str]:
+    """Flower as `make up` runs it (stack.flower, behind the basic-auth `login`) on a free
+    port; yields its URL once it answers (a slow start on a busy machine is no failure)."""
+    import httpx
+
+    port = free_port()
+    env = {**env, "FLOWER_BASIC_AUTH": ":".join(login)}  # in the environment, as devstack
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            stack.flower(port), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: httpx.get(url).status_code == 401, timeout, f"flower (log: {log})", proc)
         yield url
     finally:
         stop(proc)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,11 +31,33 @@ WEBHOOKS_METRICS_DIR = "/tmp/docq-webhooks-metrics"
 
 @dataclass(frozen=True)
 class Process:
-    """One process of the stack: its command line, extra environment and niceness."""
+    """One process of the stack: its command line, extra environment and niceness;
+    `config`: a file it needs, written afresh before it starts (a Sentinel's, which it
+    rewrites as it learns)."""
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     nice: int = 0
+    config: tuple[Path, str] | None = None
+
+
+# The Sentinel topology (DOCQ_REDIS_MODE=sentinel make up; issue 22): a master, one replica
+# of it and three Sentinels, a quorum of two of which declares the master down and promotes
+# the replica. Every docq process reaches Redis through the Sentinels (a sentinel:// URL,
+# docq/config_redis.py) and an upload is answered 202 once the replica has it (Redis WAIT).
+# honcho stops the whole stack when one process ends, so it always starts whole, in these
+# roles: after a failover, the next `make up` starts 6379 as the master again, on its own
+# data (what only the promoted 6380 took meanwhile is resynced away). A deployment keeps
+# the roles the Sentinels chose (deploy/k8s-sentinel: each pod asks them as it starts).
+SENTINEL_MASTER = "docq"
+SENTINEL_QUORUM = 2
+SENTINEL_PORTS = (26379, 26380, 26381)
+REPLICA_PORT = 6380
+# How long a master may not answer before a Sentinel thinks it down: shorter fails over
+# sooner, too short fails over a master that is merely busy (a long AOF rewrite, a pause).
+DOWN_AFTER_MS = 5000
+# How long a failover may take before another Sentinel tries (Redis' default: 3 minutes).
+FAILOVER_TIMEOUT_MS = 60000
 
 
 def redis(port: int, data_dir: Path) -> list[str]:
@@ -59,6 +81,45 @@ def redis(port: int, data_dir: Path) -> list[str]:
         "--save",
         "",
     ]
+
+
+def redis_replica(port: int, data_dir: Path, master_port: int) -> list[str]:
+    """A replica of the redis-server at `master_port`, configured as the master is (it
+    becomes the master after a failover)."""
+    return [*redis(port, data_dir), "--replicaof", "127.0.0.1", str(master_port)]
+
+
+def sentinel_config(
+    master_port: int,
+    *,
+    down_after_ms: int = DOWN_AFTER_MS,
+    failover_timeout_ms: int = FAILOVER_TIMEOUT_MS,
+) -> str:
+    """The first configuration of a Sentinel watching the master at `master_port`."""
+    m = SENTINEL_MASTER
+    return "\n".join(
+        [
+            f"sentinel monitor {m} 127.0.0.1 {master_port} {SENTINEL_QUORUM}",
+            f"sentinel down-after-milliseconds {m} {down_after_ms}",
+            f"sentinel failover-timeout {m} {failover_timeout_ms}",
+            f"sentinel parallel-syncs {m} 1",
+            "",
+        ]
+    )
+
+
+def sentinel(port: int, config: Path) -> list[str]:
+    """A Redis Sentinel on loopback: the redis-server binary in Sentinel mode (what
+    Debian's redis-sentinel package runs), with `config` its own, rewritable file."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("redis-server is not installed (make up / make test install it)")
+    return [exe, str(config), "--sentinel", "--bind", "127.0.0.1", "--port", str(port)]
+
+
+def sentinel_url(ports: tuple[int, ...] | list[int], db: int = 0) -> str:
+    """The sentinel:// URL (kombu's form) that names these Sentinels."""
+    return ";".join(f"sentinel://127.0.0.1:{p}" for p in ports) + f"/{db}"
 
 
 def triton(*args: str) -> list[str]:
@@ -109,11 +170,36 @@ def flower(port: int) -> list[str]:
     ]
 
 
-def local_stack(log_level: str = "INFO") -> dict[str, Process]:
+def local_stack(log_level: str = "INFO", redis_mode: str = "single") -> dict[str, Process]:
     """What `make up` runs, by Procfile name, on the default ports (the settings' own);
-    `log_level`: the workers' (DOCQ_LOG_LEVEL, which `python -m devstack` passes)."""
+    `log_level`: the workers' (DOCQ_LOG_LEVEL, which `python -m devstack` passes);
+    `redis_mode` (DOCQ_REDIS_MODE): `single`, one redis-server, or `sentinel`, the topology
+    above, with the docq processes pointed at its Sentinels."""
+    processes = _docq_processes(log_level)
+    if redis_mode == "single":
+        return {"redis": Process(redis(6379, RUN_DIR / "redis")), **processes}
+    ha = {"DOCQ_REDIS_URL": sentinel_url(SENTINEL_PORTS), "DOCQ_REDIS_WAIT_REPLICAS": "1"}
     return {
         "redis": Process(redis(6379, RUN_DIR / "redis")),
+        "redis-replica": Process(redis_replica(REPLICA_PORT, RUN_DIR / "redis-replica", 6379)),
+        **{
+            f"sentinel-{i}": Process(
+                sentinel(port, RUN_DIR / f"sentinel-{i}" / "sentinel.conf"),
+                config=(RUN_DIR / f"sentinel-{i}" / "sentinel.conf", sentinel_config(6379)),
+            )
+            for i, port in enumerate(SENTINEL_PORTS, 1)
+        },
+        **{name: replace(p, env={**p.env, **ha}) for name, p in processes.items()},
+    }
+
+
+def all_processes() -> set[str]:
+    """The names of every process some mode of the local stack runs (the Procfile's)."""
+    return set(local_stack()) | set(local_stack(redis_mode="sentinel"))
+
+
+def _docq_processes(log_level: str) -> dict[str, Process]:
+    return {
         "triton": Process(triton(), nice=TRITON_NICE),
         "api": Process(api()),
         "worker": Process(

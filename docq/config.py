@@ -23,6 +23,7 @@ from docq.config_fields import (
     Webhooks,
     Workers,
 )
+from docq.config_redis import RedisTopology
 from docq.config_uploads import Files
 from docq.errors import WebhookRefused
 from docq.webhook_guard import check_secret, check_url
@@ -36,6 +37,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 class Settings(  # one base per area
     BaseSettings,
     Places,
+    RedisTopology,
     Api,
     Access,
     JobStore,
@@ -105,6 +107,12 @@ class Settings(  # one base per area
             raise ValueError("shard_lease_s, sweep_interval_s and audit_interval_s must be > 0")
         if self.task_retry_budget_s < 0:
             raise ValueError("task_retry_budget_s must be >= 0")
+        if self.redis_wait_replicas < 0 or self.redis_wait_timeout_ms < 1:
+            raise ValueError("redis_wait_replicas must be >= 0, redis_wait_timeout_ms >= 1")
+        if self.redis_mode not in ("single", "sentinel"):
+            raise ValueError("redis_mode must be single or sentinel")
+        if self.redis_socket_timeout_s <= 0:
+            raise ValueError("redis_socket_timeout_s must be > 0")
 
     @property
     def triton_endpoints(self) -> tuple[str, ...]:

@@ -17,8 +17,8 @@ class Places(BaseModel):
 
     redis_url: str = Field(
         "redis://127.0.0.1:6379/0",
-        description="Job store. Holds documents until their shard is done, so size it for "
-        "the largest backlog you accept.",
+        description="Job store (holds documents until their shard is done: size it for the "
+        "largest backlog you accept): redis://, or sentinel:// Sentinels (config_redis.py).",
     )
     broker_url: str | None = Field(
         None,

@@ -20,7 +20,8 @@
      └── RetryableError          the world may heal: Celery retries these with backoff
           ├── InferenceUnavailable   Triton unreachable, overloaded or timed out
           ├── StoreUnavailable       Redis unreachable
-          │    └── StoreFull          Redis at maxmemory: it refuses writes, reads still work
+          │    ├── StoreFull          Redis at maxmemory: it refuses writes, reads still work
+          │    └── NotReplicated      no replica confirmed a write in time (Redis WAIT)
           ├── QueueUnavailable       the broker did not take a job's tasks
           └── Overloaded             the API is parsing all the uploads it may (429)
 
@@ -194,6 +195,15 @@ class StoreFull(StoreUnavailable):
     code = "store_full"
     # Memory comes back as jobs expire (retention) or an operator adds some: not in seconds.
     retry_after_s = 30
+
+
+class NotReplicated(StoreUnavailable):
+    """The master took a write that no replica confirmed in time (Redis WAIT): answered as
+    unavailable, since losing the master now would lose the write."""
+
+    code = "store_not_replicated"
+    # A failover or a replica's resync takes seconds.
+    retry_after_s = 5
 
 
 class QueueUnavailable(RetryableError):

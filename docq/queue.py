@@ -34,6 +34,7 @@ from redis import RedisError
 from docq.config import Settings
 from docq.errors import QueueUnavailable
 from docq.jobs import JobRecord
+from docq.store.sentinel import is_sentinel, parse
 
 # Bulk jobs: the shards of each tenant's jobs in one of the lanes `cpu.0` ... (bulk_lane);
 # `cpu` itself is what workers are started on, and the fallback route.
@@ -88,12 +89,34 @@ def configure(app: Celery, settings: Settings) -> None:
             # kombu/utils/scheduling.py round_robin_cycle). It is kombu's default; `priority`
             # would poll in a fixed order and starve every lane after a busy one.
             "queue_order_strategy": "round_robin",
+            **_sentinel_options(settings),
         },
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=True,  # Flower shows tasks as they run
         task_send_sent_event=False,
     )
+
+
+def _sentinel_options(settings: Settings) -> dict[str, Any]:
+    """kombu's Sentinel transport options when the broker URL names Sentinels (its own
+    `sentinel://...;sentinel://...` form): the master's name, the password for the
+    Sentinels too (the URL's is the master's), and socket timeouts, so that a publish to a
+    master whose host is gone fails (the API answers 503) instead of hanging. None for a
+    plain redis:// broker, whose options stay kombu's defaults."""
+    url = settings.celery_broker_url
+    if not is_sentinel(url):
+        return {}
+    timeouts = {
+        "socket_timeout": settings.redis_socket_timeout_s,
+        "socket_connect_timeout": settings.redis_socket_timeout_s,
+    }
+    password = parse(url).password
+    return {
+        "master_name": settings.redis_sentinel_master,
+        "sentinel_kwargs": {**timeouts, **({"password": password} if password else {})},
+        **timeouts,
+    }
 
 
 @contextmanager

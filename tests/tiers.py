@@ -13,8 +13,8 @@ test does is checked, not trusted: while each test sets up and runs, an audit ho
 written, and a test that does one of these without its marker fails, naming what it did:
 
 - `e2e`: it starts a service of its own (tritonserver, a Celery worker, uvicorn, honcho,
-  Chromium; a redis-server, which starts in milliseconds, is allowed), or uses a Celery
-  worker fixture (checked at collection);
+  Chromium; a redis-server or a Redis Sentinel, which start in milliseconds, are allowed),
+  or uses a Celery worker fixture (checked at collection);
 - `faults`: it sends a signal to a process itself (SIGKILL, SIGSTOP, SIGTERM: a kill
   test; stopping what devstack started, as a `with` block ends, is not one);
 - `build`: it writes a model (ONNX export, a converted or quantized graph).
@@ -48,8 +48,11 @@ SHARED = frozenset({"redis_url", "triton_url", "service_dir"})
 # Programs that are services (argv[0]'s name, or the module of `python -m`).
 # redis-server is not among them: it starts in milliseconds, and the job store's tests need
 # a real one (a private one, to stop it or to see a quiet keyspace) as much as the shared.
+# Nor is redis-sentinel: the same binary in Sentinel mode (`redis-server --sentinel`, which
+# devstack runs), as quick to start; a Sentinel topology of five processes is ready in the
+# few seconds its Sentinels take to find each other (tests/docq/store/test_sentinel.py).
 SERVICES = (
-    "tritonserver", "redis-sentinel", "celery", "uvicorn", "gunicorn",
+    "tritonserver", "celery", "uvicorn", "gunicorn",
     "honcho", "flower", "chromium", "locust",
 )  # fmt: skip
 MODEL_SUFFIXES = (".onnx", ".plan", ".engine")

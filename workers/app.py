@@ -30,7 +30,7 @@ from docq import logs
 from docq.catalog import ModelCatalog
 from docq.config import get_settings
 from docq.queue import CPU_QUEUE, bulk_lanes, configure
-from docq.store import JobStore
+from docq.store import JobStore, open_store
 from workers import metrics
 from workers.batcher import Batcher
 from workers.inference import TritonInference
@@ -58,7 +58,7 @@ def store() -> JobStore:
     with _ctx_lock:
         if _store is None:
             s = get_settings()
-            _store = JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s)
+            _store = open_store(s)
         return _store
 
 

@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 from docq.config import get_settings
 from docq.errors import DocqError, NotFound, QueueUnavailable, StoreUnavailable
 from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, PRIORITY_QUEUE, enqueue_shards, shard_of
-from docq.store import JobStore
+from docq.store import JobStore, open_store
 from workers.audit import audit
 
 log = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ def _restore(
 
 def _sweep_forever(celery: Celery, stop: threading.Event) -> None:
     s = get_settings()
-    store = JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s)
+    store = open_store(s)
     while not stop.wait(s.sweep_interval_s):
         try:
             sweep(store, celery, lease_s=s.shard_lease_s, now=time.time(), lanes=s.bulk_lanes)

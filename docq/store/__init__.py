@@ -7,9 +7,12 @@ recovery.py      shard leases and jobs not yet enqueued, for the sweeper (JobSto
 tenants.py       API keys (as keyed hashes) and each tenant's load, for its limits
 codec.py         how shards are stored
 connection.py    the client: every Redis failure becomes StoreUnavailable, here only
+sentinel.py      the sentinel:// URL: the master that Redis Sentinels name, after failovers too
 lua/             the scripts that make multi-key writes atomic
 """
 
+from docq.config import Settings
+from docq.store import connection
 from docq.store.codec import Document
 from docq.store.deliveries import WebhookTarget
 from docq.store.idempotency import IdempotencyClaim
@@ -22,4 +25,14 @@ __all__ = [
     "ShardDocument",
     "Transition",
     "WebhookTarget",
+    "open_store",
 ]
+
+
+def open_store(s: Settings) -> JobStore:
+    """The job store of a docq process, as the settings say: redis_url (one Redis, or the
+    master its Sentinels name), the shard size, the retention, and the replicas an upload
+    must reach before it is answered 202."""
+    store = JobStore(connection.from_settings(s), shard_size=s.shard_size, ttl_s=s.job_ttl_s)
+    store.replication = (s.redis_wait_replicas, s.redis_wait_timeout_ms)
+    return store

@@ -6,6 +6,11 @@ the API answers 503, a worker retries its shard. No raw `RedisError` leaves the 
 A write refused because Redis is at its maxmemory (policy noeviction: "OOM command not
 allowed") is `StoreFull`, a StoreUnavailable whose message is docq's own: the store is full,
 not down, and reads go on working.
+
+A pipeline can ask for its writes to reach replicas before it returns (`replicated`): Redis
+WAIT sent on the transaction's own connection, since WAIT counts the writes of the
+connection that sends it. A master behind Sentinels (a sentinel:// URL, sentinel.py) is
+reached through the same client class, so its failures translate alike.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from redis.client import Pipeline
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, OutOfMemoryError
 
-from docq.errors import StoreFull, StoreUnavailable
+from docq.config import Settings
+from docq.errors import NotReplicated, StoreFull, StoreUnavailable
+from docq.store import sentinel
 
 LUA = Path(__file__).resolve().parent / "lua"
 
@@ -50,9 +57,45 @@ def _translated() -> Iterator[None]:
 
 
 class _StorePipeline(Pipeline):  # type: ignore[misc]
+    _replicas = 0
+    _replica_timeout_ms = 0
+
+    def replicated(self, replicas: int, timeout_ms: int) -> _StorePipeline:
+        """Make execute() wait until `replicas` replicas have the transaction's writes, or
+        raise NotReplicated after `timeout_ms` (the writes stay on the master: the caller
+        removes them). 0 replicas: return as soon as the master has them."""
+        self._replicas, self._replica_timeout_ms = replicas, timeout_ms
+        return self
+
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         with _translated():
             return super().execute(raise_on_error)  # type: ignore[no-any-return]
+
+    def _execute_transaction(self, connection: Any, commands: Any, raise_on_error: bool) -> Any:
+        replies = super()._execute_transaction(connection, commands, raise_on_error)
+        if self._replicas > 0:  # before execute() hands the connection back to the pool
+            connection.send_command("WAIT", self._replicas, self._replica_timeout_ms)
+            acked = int(connection.read_response())
+            if acked < self._replicas:
+                raise NotReplicated(
+                    "the job store's replicas did not confirm the write in time; retry later",
+                    {
+                        "replicas": acked,
+                        "needed": self._replicas,
+                        "retry_after_s": NotReplicated.retry_after_s,
+                    },
+                )
+        return replies
+
+
+def replicated(p: Pipeline, replicas: int, timeout_ms: int) -> Pipeline:
+    """`p` (a pipeline of the store's client), made to wait for `replicas` replicas as it
+    executes (_StorePipeline.replicated)."""
+    if isinstance(p, _StorePipeline):
+        return p.replicated(replicas, timeout_ms)
+    if replicas:
+        raise TypeError("only the store's own pipelines (StoreRedis) wait for replicas")
+    return p
 
 
 class StoreRedis(redis.Redis):  # type: ignore[misc]
@@ -68,11 +111,44 @@ class StoreRedis(redis.Redis):  # type: ignore[misc]
         )
 
 
-def connect(url: str) -> StoreRedis:
-    """A client (and its connection pool) for the store at `url`; connects lazily."""
-    client = StoreRedis.from_url(url, socket_timeout=30, health_check_interval=30)
-    assert isinstance(client, StoreRedis)  # from_url builds the class it is called on
+def connect(url: str, *, sentinel_master: str = "docq", socket_timeout: float = 30) -> StoreRedis:
+    """A client (and its connection pool) for the store at `url`; connects lazily.
+
+    `url`: redis:// (one Redis) or sentinel:// (the master that the Sentinels name
+    `sentinel_master`); `socket_timeout`: the longest one command or connect may take."""
+    client = plain(url, StoreRedis, sentinel_master=sentinel_master, socket_timeout=socket_timeout)
+    assert isinstance(client, StoreRedis)  # both builders build the class they are given
     return client
+
+
+def from_settings(s: Settings) -> StoreRedis:
+    """The store's client a docq process makes: redis_url, through its Sentinels if it
+    names them, with the settings' socket timeout."""
+    return connect(
+        s.redis_url,
+        sentinel_master=s.redis_sentinel_master,
+        socket_timeout=s.redis_socket_timeout_s,
+    )
+
+
+def plain(
+    url: str,
+    redis_class: type[redis.Redis] = redis.Redis,
+    *,
+    sentinel_master: str = "docq",
+    socket_timeout: float = 30,
+) -> redis.Redis:
+    """A `redis_class` client of the Redis (or Sentinels' master) at `url`, for readers
+    outside the store (the broker's queue depths) that handle RedisError themselves."""
+    if sentinel.is_sentinel(url):
+        return sentinel.master_client(
+            url,
+            sentinel_master,
+            redis_class,
+            socket_timeout=socket_timeout,
+            health_check_interval=30,
+        )
+    return redis_class.from_url(url, socket_timeout=socket_timeout, health_check_interval=30)
 
 
 @cache

@@ -13,6 +13,7 @@ Every Redis failure raises StoreUnavailable (connection.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -25,7 +26,7 @@ from typing import Any
 import redis
 
 from docq import keys
-from docq.errors import NotFound, StoreUnavailable
+from docq.errors import NotFound, NotReplicated, StoreUnavailable
 from docq.jobs import DEFAULT_TENANT, DeliveryState, JobRecord, JobStatus
 from docq.store import connection
 from docq.store.codec import (
@@ -71,6 +72,9 @@ class JobStore:
     (shard leases, jobs not yet enqueued, audits: the sweeper's) and `files` (uploaded
     files until they are read) share its client."""
 
+    # Replicas an upload's write must reach (Redis WAIT), and the most it waits (ms).
+    replication: tuple[int, int] = (0, 0)
+
     def __init__(self, client: redis.Redis, *, shard_size: int, ttl_s: int) -> None:
         self.r = client
         self.shard_size = shard_size
@@ -106,7 +110,9 @@ class JobStore:
         """Store the documents in compressed shards, the job record (with its tenant) and
         its webhook, in one transaction, and count the job in the tenant's load; every key
         expires after the retention time. `idempotency` (key digest, claim): the claimed
-        Idempotency-Key is bound to the job in the same transaction."""
+        Idempotency-Key is bound to the job in the same transaction. With `replication`,
+        a write the replicas do not confirm raises NotReplicated, the job removed as far as
+        a dying master lets it (what a replica kept, the sweeper enqueues whole)."""
         job_id = job_id or self.new_job_id()
         n_shards = math.ceil(len(documents) / self.shard_size)
         now = time.time()
@@ -152,7 +158,12 @@ class JobStore:
             p.zadd(keys.active(), {job_id: now})
             if idempotency is not None:
                 self.idempotency.bind_in(p, *idempotency, ttl_s=self.ttl_s)
-            replies = p.execute()
+            try:
+                replies = connection.replicated(p, *self.replication).execute()
+            except NotReplicated:
+                with contextlib.suppress(StoreUnavailable):
+                    self.delete_job(job_id, n_shards)
+                raise
         if idempotency is not None and not replies[-1]:
             log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job_id)
         return self.get_job(job_id)

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from devstack.stack import local_stack
+from devstack.stack import all_processes, local_stack
 from docq import queue
 from docq.config import Settings
 from serving.server import startup_models
@@ -289,9 +289,10 @@ def test_settings_given_are_valid(clean_env: None) -> None:
 
 
 def test_procfile_runs_the_stack_description() -> None:
-    """Every Procfile line is `python -m devstack NAME`: the commands live in one place."""
+    """Every Procfile line is `python -m devstack NAME`: the commands live in one place, and
+    the lines are those of every Redis mode (make up starts the mode's own)."""
     assert {name: argv[argv.index("exec") + 1 :] for name, argv in procfile_lines().items()} == {
-        name: [".venv/bin/python", "-m", "devstack", name] for name in local_stack()
+        name: [".venv/bin/python", "-m", "devstack", name] for name in all_processes()
     }
 
 

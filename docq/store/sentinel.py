@@ -1,0 +1,81 @@
+"""Redis behind Sentinels: the `sentinel://` URL form, read the way kombu reads it.
+
+    sentinel://[:password@]host:port;sentinel://host:port;sentinel://host:port/db
+
+kombu's Redis transport takes this URL as it is (with the master's name in its transport
+options, docq/queue.py); redis-py has no URL form for Sentinel, so this module turns the
+same string into `redis.sentinel.Sentinel(...).master_for(name)`. The client it builds asks
+the Sentinels for the master's address at every new connection, and drops its idle
+connections when that address changes: after a failover the next command reaches the new
+master, with no restart. While the Sentinels know no healthy master (the seconds between
+the old one's death and the promotion), a connection fails like any Redis outage.
+
+As in kombu, the first URL carries the password and the database; the password is sent to
+the master and to the Sentinels alike (requirepass on both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import redis
+from redis.sentinel import Sentinel
+
+SCHEME = "sentinel"
+DEFAULT_PORT = 26379  # kombu's and Redis' default Sentinel port
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelUrl:
+    """What a sentinel:// URL names: the Sentinels, and how to talk to the master."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    password: str | None
+    username: str | None
+    db: int
+
+
+def is_sentinel(url: str) -> bool:
+    """Whether `url` names Sentinels rather than one Redis."""
+    return url.startswith(f"{SCHEME}://")
+
+
+def parse(url: str) -> SentinelUrl:
+    """The parts of a sentinel:// URL (ValueError when it is not one)."""
+    parts = [urlsplit(u.strip()) for u in url.split(";") if u.strip()]
+    if not parts or any(p.scheme != SCHEME for p in parts):
+        raise ValueError(f"not a {SCHEME}:// URL: every ';'-separated part needs the scheme")
+    sentinels = tuple((p.hostname or "127.0.0.1", p.port or DEFAULT_PORT) for p in parts)
+    first = parts[0]
+    # kombu takes the database from the first URL; the last one's path is accepted too,
+    # since that is where a reader puts it in the documented form.
+    path = next((p.path.strip("/") for p in (first, parts[-1]) if p.path.strip("/")), "0")
+    return SentinelUrl(
+        sentinels=sentinels,
+        password=unquote(first.password) if first.password else None,
+        username=unquote(first.username) if first.username else None,
+        db=int(path),
+    )
+
+
+def master_client(
+    url: str, master: str, redis_class: type[redis.Redis], **connection: Any
+) -> redis.Redis:
+    """A `redis_class` client of the master the Sentinels of `url` name `master`.
+
+    `connection`: redis-py connection options (socket_timeout...), for the master's
+    connections and the Sentinels' alike, so that a Sentinel that stops answering is given
+    up as soon as a master would be."""
+    parts = parse(url)
+    auth = {"password": parts.password, "username": parts.username}
+    timeouts = {k: v for k, v in connection.items() if k.startswith("socket_")}
+    sentinels = Sentinel(
+        list(parts.sentinels),
+        sentinel_kwargs={**auth, **timeouts},
+        db=parts.db,
+        **auth,
+        **connection,
+    )
+    return sentinels.master_for(master, redis_class=redis_class)
