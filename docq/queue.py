@@ -142,12 +142,23 @@ def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:
         app.send_task(DELIVER_WEBHOOK, args=[job_id, token], queue=WEBHOOKS_QUEUE)
 
 
-def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
-    """(job id, shard) of a process_shard message as kombu keeps it, or None."""
-    if message.get("headers", {}).get("task") != PROCESS_SHARD:
+def _args_of(message: dict[str, Any], task: str) -> list[Any] | None:
+    """The positional arguments of a `task` message as kombu keeps it, or None."""
+    if message.get("headers", {}).get("task") != task:
         return None
     body = message.get("body", "")
     if message.get("properties", {}).get("body_encoding") == "base64":
         body = base64.b64decode(body)
-    args = json.loads(body)[0]  # Celery's message protocol 2: [args, kwargs, embed]
-    return str(args[0]), int(args[1])
+    return json.loads(body)[0]  # type: ignore[no-any-return]  # protocol 2: [args, kwargs, embed]
+
+
+def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
+    """(job id, shard) of a process_shard message as kombu keeps it, or None."""
+    args = _args_of(message, PROCESS_SHARD)
+    return None if args is None else (str(args[0]), int(args[1]))
+
+
+def delivery_of(message: dict[str, Any]) -> tuple[str, str] | None:
+    """(job id, chain token) of a deliver_webhook message as kombu keeps it, or None."""
+    args = _args_of(message, DELIVER_WEBHOOK)
+    return None if args is None else (str(args[0]), str(args[1]))
