@@ -1,0 +1,79 @@
+"""`python -m bench.chaos --seconds 300 --documents 5000 --seed 1 --out bench/chaos-….json`:
+runs the chaos (bench/chaos/run.py), prints a table, writes the raw JSON to `--out` and the
+fault timeline and every process's log lines about recovery to the same name in `.log`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.chaos.run import Config, Report, run
+
+# The worker log lines that show a recovery path taken, copied into the run's log.
+RECOVERY = ("lease expired", "back in its queue", "in no queue", "never enqueued", "retrying in")
+
+
+def table(report: Report, recovery_s: float) -> str:
+    rows = [
+        ("faults (SIGKILL)", len(report.faults)),
+        ("processes killed", ", ".join(sorted({f["process"] for f in report.faults}))),
+        ("jobs", report.jobs),
+        ("documents", report.documents),
+        ("lost", report.lost),
+        ("duplicated", report.duplicated),
+        ("relabelled", report.relabelled),
+        ("documents failed", report.failed_documents),
+        ("jobs not final", len(report.not_final)),
+        ("events delivered", report.webhooks.get("events")),
+        ("events missing", report.events_missing),
+        ("events delivered twice", report.events_duplicated),
+        ("bad signatures", report.webhooks.get("bad_signatures")),
+        ("deliveries refused (503) on purpose", report.webhooks.get("refused_503")),
+        ("reference run (s)", report.reference_s),
+        ("last job done after the last fault (s)", report.recovered_s),
+        (
+            "client: connections refused / 5xx",
+            f"{report.client.get('refused')} / {report.client.get('unavailable')}",
+        ),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{name:<{width}}  {value}" for name, value in rows]
+    verdict = report.violations(recovery_s) or ["all invariants held"]
+    return "\n".join([*lines, "", *verdict])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__)
+    parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--documents", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/chaos.json"))
+    args = parser.parse_args(argv)
+    out: Path = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log_path = out.with_suffix(".log")
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(message)s",
+        handlers=[logging.FileHandler(log_path, mode="w"), logging.StreamHandler(sys.stderr)],
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="docq-chaos-"))
+    cfg = Config(seconds=args.seconds, documents=args.documents, seed=args.seed, workdir=workdir)
+    report = run(cfg)
+    with log_path.open("a") as f:
+        for proc_log in sorted(workdir.glob("*.log")):
+            for line in proc_log.read_text(errors="replace").splitlines():
+                if any(marker in line for marker in RECOVERY):
+                    f.write(f"[{proc_log.stem}] {line}\n")
+    command = "python -m bench.chaos " + " ".join(sys.argv[1:] if argv is None else argv)
+    out.write_text(json.dumps({"command": command, **report.to_json()}, indent=1) + "\n")
+    print(table(report, cfg.recovery_s))
+    return 1 if report.violations(cfg.recovery_s) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
