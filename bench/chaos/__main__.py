@@ -35,6 +35,7 @@ def table(report: Report, recovery_s: float) -> str:
         ("deliveries refused (503) on purpose", report.webhooks.get("refused_503")),
         ("reference run (s)", report.reference_s),
         ("last job done after the last fault (s)", report.recovered_s),
+        ("  of which the faults' cost, not work (s)", report.recovery_lag_s),
         (
             "client: connections refused / 5xx",
             f"{report.client.get('refused')} / {report.client.get('unavailable')}",
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(name)s %(message)s",
         handlers=[logging.FileHandler(log_path, mode="w"), logging.StreamHandler(sys.stderr)],
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per poll otherwise
     workdir = Path(tempfile.mkdtemp(prefix="docq-chaos-"))
     cfg = Config(seconds=args.seconds, documents=args.documents, seed=args.seed, workdir=workdir)
     report = run(cfg)

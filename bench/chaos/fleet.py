@@ -5,6 +5,7 @@ stubs), and started again on the same command line a short while after it is kil
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -21,6 +22,8 @@ import tritonclient.grpc as grpcclient
 from devstack import stack
 from devstack.services import free_port, wait_for
 from devstack.stack import REPO, SHARD_THREADS
+
+log = logging.getLogger("chaos")
 
 
 @dataclass
@@ -168,7 +171,9 @@ class Fleet:
 
         def restart() -> None:
             time.sleep(delay_s)
+            started = time.monotonic()
             self.start(name)
+            log.info("%s is up again (%.1f s to start)", name, time.monotonic() - started)
 
         thread = threading.Thread(target=restart, name=f"restart-{name}", daemon=True)
         thread.start()

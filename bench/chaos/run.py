@@ -65,14 +65,29 @@ class Report:
     events_missing: int = 0
     events_duplicated: int = 0
     reference_s: float = 0.0
+    reference_documents: int = 0
     chaos_job_s: float = 0.0
     last_fault_at: float = 0.0
     last_done_at: float = 0.0
     client: dict[str, int] = field(default_factory=dict)
 
+    progress: list[tuple[float, int]] = field(default_factory=list)  # (time, documents done)
+
     @property
     def recovered_s(self) -> float:
+        """Seconds from the last fault to the last job done."""
         return round(self.last_done_at - self.last_fault_at, 1)
+
+    @property
+    def recovery_lag_s(self) -> float:
+        """`recovered_s` less the time the work left at the last fault takes without faults
+        (at the reference run's rate): what the faults still cost after they stopped. When
+        the job outlasts the faults (a large job on a small box), this is what the 60 s
+        bound is about."""
+        done = max((n for t, n in self.progress if t <= self.last_fault_at), default=0)
+        rate = self.reference_documents / self.reference_s if self.reference_s else 0.0
+        left_s = (self.documents - done) / rate if rate else 0.0
+        return round(self.recovered_s - left_s, 1)
 
     def violations(self, recovery_s: float) -> list[str]:
         """Each invariant that did not hold, in words (empty: all held)."""
@@ -84,12 +99,19 @@ class Report:
             out.append(f"jobs not final: {self.not_final}")
         if self.events_missing or self.events_duplicated or self.webhooks.get("bad_signatures"):
             out.append(f"webhooks: {self.events_missing} missing, {self.events_duplicated} twice")
-        if self.recovered_s > recovery_s:
-            out.append(f"last job done {self.recovered_s} s after the last fault")
+        if self.recovery_lag_s > recovery_s:
+            out.append(
+                f"last job done {self.recovered_s} s after the last fault, "
+                f"{self.recovery_lag_s} s more than its work needed"
+            )
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "recovered_s": self.recovered_s}
+        return {
+            **asdict(self),
+            "recovered_s": self.recovered_s,
+            "recovery_lag_s": self.recovery_lag_s,
+        }
 
 
 def chaos_settings(ports: dict[str, int]) -> Settings:
@@ -185,11 +207,11 @@ def run(cfg: Config) -> Report:
             reference = client.upload(docs, hook, "reference")
             assert not wait_final(store, [reference], cfg.settle_timeout_s), "reference run"
             report.reference_s = round(time.time() - started, 1)
+            report.reference_documents = len(docs)
             expected = labels_of(store, reference)
             log.info("reference run: %d documents in %.1f s", len(docs), report.reference_s)
 
-            jobs = _chaos(cfg, fleet, client, docs, hook, report)
-            report.not_final = wait_final(store, jobs, cfg.settle_timeout_s)
+            jobs = _chaos(cfg, fleet, store, client, docs, hook, report)
             _check(store, jobs, expected, report)
             _check_events(receiver, [reference, *jobs], report)
             report.client = {"refused": client.refused, "unavailable": client.unavailable}
@@ -202,6 +224,7 @@ def run(cfg: Config) -> Report:
 def _chaos(
     cfg: Config,
     fleet: Fleet,
+    store: JobStore,
     client: PatientClient,
     docs: list[dict[str, str]],
     hook: dict[str, str],
@@ -214,6 +237,9 @@ def _chaos(
     faults = threading.Thread(target=chaos.run, args=(until,), name="chaos", daemon=True)
     faults.start()
     jobs = [client.upload(docs, hook, "bulk")]
+    stop = threading.Event()
+    watch = threading.Thread(target=_watch, args=(store, jobs, report, stop), daemon=True)
+    watch.start()
     rng = random.Random(cfg.seed + 1)
     small = 0
     while time.time() + cfg.small_every_s < until:
@@ -223,9 +249,21 @@ def _chaos(
         small += 1
     faults.join()
     chaos.join()
+    report.not_final = wait_final(store, jobs, cfg.settle_timeout_s)
+    stop.set()
     report.chaos_job_s = round(time.time() - started, 1)
     log.info("faults over: %d kills; %d jobs uploaded", len(report.faults), len(jobs))
     return jobs
+
+
+def _watch(store: JobStore, jobs: list[str], report: Report, stop: threading.Event) -> None:
+    """Every 2 s, the documents done over the jobs so far (none while the store is down)."""
+    started = time.time()
+    while not stop.wait(2):
+        with contextlib.suppress(DocqError):
+            done = sum(store.get_job(j).documents_done for j in list(jobs))
+            report.progress.append((round(time.time(), 1), done))
+    log.info("progress watched for %.0f s", time.time() - started)
 
 
 def _check(
