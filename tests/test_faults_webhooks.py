@@ -26,6 +26,7 @@ from standardwebhooks import Webhook
 
 from devstack.services import celery_worker, redis_server
 from docq.config import Settings
+from docq.jobs import DeliveryState
 from docq.queue import delivery_of
 from docq.store import JobStore
 from tests.conftest import settings_env, tenant_headers
@@ -34,6 +35,7 @@ from tests.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
+DELIVERED = DeliveryState.DELIVERED
 BACKOFF_S = 8.0  # the retry the worker holds is due this long after the failed attempt
 
 
@@ -102,7 +104,7 @@ def test_a_webhooks_worker_killed_holding_a_retry_delivers_within_backoff_plus_6
         with celery_worker(env, tmp_path / "webhooks.log", "webhooks", "next", pool="prefork"):
             receiver.wait_for(lambda got: len(got) == 2, BACKOFF_S * 1.25 + 60)
             delivered_after = time.monotonic() - failed_at
-            until(lambda: store.deliveries.progress(job_id).state.value == "delivered", "state")
+            until(lambda: store.deliveries.progress(job_id).state is DELIVERED, "delivered")
         hook = api.get(f"/v1/jobs/{job_id}/webhook").json()
 
     assert delivered_after <= BACKOFF_S * 1.25 + 60  # backoff (with its jitter) plus 60 s

@@ -45,7 +45,7 @@ def held_by_a_dead_worker(url: str, job_id: str, token: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
-def delivery(r: redis.Redis, job_id: str, **fields: object) -> None:
+def delivery(r: redis.Redis, job_id: str, **fields: str) -> None:
     r.hset(keys.webhook(job_id), mapping={"state": "pending", **fields})
 
 
@@ -66,7 +66,7 @@ def test_a_held_retry_goes_back_once_its_attempt_is_overdue_and_only_then(url: s
     r.hdel(keys.webhook("j1"), "busy_until")  # ...or was, by a worker now dead
     assert restore_stalled(store, celery, stall_s=STALL_S, now=later) == 1
     assert r.llen(WEBHOOKS_QUEUE) == 1 and r.hlen("unacked") == 0
-    assert delivery_of(json.loads(r.lindex(WEBHOOKS_QUEUE, 0))) == ("j1", "chain-1")
+    assert delivery_of(json.loads(r.lindex(WEBHOOKS_QUEUE, 0) or "{}")) == ("j1", "chain-1")
     assert restore_stalled(store, celery, stall_s=STALL_S, now=later) == 0  # once
 
 
