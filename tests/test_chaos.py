@@ -1,4 +1,4 @@
-"""The chaos run in small (bench/chaos/): for 60 s under a job, with small jobs beside it
+"""The chaos run in small (bench/chaos/): for 45 s under a job, with small jobs beside it
 and webhooks to a verifying receiver, a seeded schedule SIGKILLs a random process of the
 stack (bulk, small-job and webhooks workers, tritonserver, redis-server, the API) every
 10-30 s, sometimes two, and starts each again after 1-4 s. Afterwards nothing is lost,
@@ -20,17 +20,17 @@ pytestmark = [pytest.mark.e2e, pytest.mark.faults, pytest.mark.slow]
 
 @pytest.mark.timeout(900)
 def test_random_kills_under_a_job_lose_duplicate_and_relabel_nothing(tmp_path: Path) -> None:
-    # seed 7: api and bulk at once, then redis and priority, then triton and bulk
+    # seed 1358: redis and the bulk worker at once (~10 s), then webhooks and triton (~33 s)
     cfg = Config(
-        seconds=60,
-        documents=200,
-        seed=7,
+        seconds=45,
+        documents=150,
+        seed=1358,
         workdir=tmp_path,
         small_every_s=8,
         settle_timeout_s=120,  # a run that does not recover fails in minutes, not hours
     )
     report = run(cfg)
     assert len(report.faults) >= 2, report.faults  # the seed gives kills, not luck
-    assert report.jobs >= 5 and report.documents >= 200
+    assert report.jobs >= 4 and report.documents >= 150
     assert report.violations(cfg.recovery_s) == []
     assert report.webhooks["events"] == report.jobs + 1  # each job and the reference run

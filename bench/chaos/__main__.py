@@ -21,6 +21,7 @@ def table(report: Report, recovery_s: float) -> str:
     rows = [
         ("faults (SIGKILL)", len(report.faults)),
         ("processes killed", ", ".join(sorted({f["process"] for f in report.faults}))),
+        ("exits by themselves (restarted)", len(report.crashes)),
         ("jobs", report.jobs),
         ("documents", report.documents),
         ("lost", report.lost),

@@ -37,6 +37,7 @@ class Service:
     ready: Callable[[], bool]
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    expected_down: bool = False  # killed by the chaos: its restart is already scheduled
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
@@ -50,9 +51,11 @@ class Service:
                 start_new_session=True,
             )
         self.starts += 1
+        self.expected_down = False
 
     def kill(self) -> None:
         """SIGKILL the process and everything in its session (no graceful anything)."""
+        self.expected_down = True
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -77,6 +80,8 @@ class Fleet:
 
     def __init__(self, workdir: Path, env: dict[str, str], ports: dict[str, int]) -> None:
         self.workdir, self.ports = workdir, ports
+        self.crashes: list[dict[str, object]] = []  # exits nobody caused (watch)
+        self._watching = threading.Event()
         r = ports["redis"]
         (workdir / "redis").mkdir(parents=True, exist_ok=True)
         http, grpc, metrics = ports["triton_http"], ports["triton_grpc"], ports["triton_metrics"]
@@ -145,6 +150,34 @@ class Fleet:
             ]
         }
 
+    def watch(self) -> None:
+        """Start what a supervisor also does: start again, after a second, any process that
+        exited by itself (a Celery worker's "Unrecoverable error" when Redis dies under it),
+        recorded in `crashes`."""
+        self._watching.clear()
+
+        def loop() -> None:
+            while not self._watching.wait(1):
+                for name, service in self.services.items():
+                    proc = service.proc
+                    if proc is None or proc.poll() is None or service.expected_down:
+                        continue
+                    if service.lock.locked():
+                        continue
+                    rc = proc.returncode
+                    log.warning("%s exited by itself (%s); starting it again", name, rc)
+                    self.crashes.append({"at": time.time(), "process": name, "rc": rc})
+                    service.expected_down = True
+                    threading.Thread(target=self._restart, args=(name, 1.0), daemon=True).start()
+
+        threading.Thread(target=loop, name="supervisor", daemon=True).start()
+
+    def _restart(self, name: str, delay_s: float) -> None:
+        time.sleep(delay_s)
+        started = time.monotonic()
+        self.start(name)
+        log.info("%s is up again (%.1f s to start)", name, time.monotonic() - started)
+
     def __getitem__(self, name: str) -> Service:
         return self.services[name]
 
@@ -168,18 +201,14 @@ class Fleet:
         service = self[name]
         with service.lock:
             service.kill()
-
-        def restart() -> None:
-            time.sleep(delay_s)
-            started = time.monotonic()
-            self.start(name)
-            log.info("%s is up again (%.1f s to start)", name, time.monotonic() - started)
-
-        thread = threading.Thread(target=restart, name=f"restart-{name}", daemon=True)
+        thread = threading.Thread(
+            target=self._restart, args=(name, delay_s), name=f"restart-{name}", daemon=True
+        )
         thread.start()
         return thread
 
     def stop_all(self) -> None:
+        self._watching.set()  # what is stopped now stays stopped
         for service in reversed(list(self.services.values())):
             service.stop()
 

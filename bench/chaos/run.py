@@ -54,6 +54,7 @@ class Report:
 
     config: dict[str, Any]
     faults: list[dict[str, Any]] = field(default_factory=list)
+    crashes: list[dict[str, Any]] = field(default_factory=list)  # exits nobody caused
     jobs: int = 0
     documents: int = 0
     lost: int = 0
@@ -122,7 +123,9 @@ def chaos_settings(ports: dict[str, int]) -> Settings:
         triton_grpc_url=f"127.0.0.1:{ports['triton_grpc']}",
         model_repository=REPO / "model_repository",
         shard_size=32,
-        shard_lease_s=6.0,
+        # 15 s: with 6 s, heartbeats of live workers on this loaded 2-core box came late,
+        # and their shards were enqueued again while they still held them
+        shard_lease_s=15.0,
         sweep_interval_s=1.0,
         audit_interval_s=3.0,
         task_retry_backoff_s=1,
@@ -198,6 +201,7 @@ def run(cfg: Config) -> Report:
     docs = corpus(cfg.documents, cfg.seed)
     try:
         fleet.start_all()
+        fleet.watch()
         _, key = Tenants(connection.connect(s.redis_url)).create_key("chaos")
         client = PatientClient(fleet.api_url, {"Authorization": f"Bearer {key}"})
         receiver = VerifyingReceiver(SECRET, cfg.refuse_share, cfg.seed)
@@ -215,6 +219,7 @@ def run(cfg: Config) -> Report:
             _check(store, jobs, expected, report)
             _check_events(receiver, [reference, *jobs], report)
             report.client = {"refused": client.refused, "unavailable": client.unavailable}
+            report.crashes = fleet.crashes
         client.close()
     finally:
         fleet.stop_all()
