@@ -13,8 +13,29 @@ from pathlib import Path
 
 from bench.chaos.run import Config, Report, run
 
-# The worker log lines that show a recovery path taken, copied into the run's log.
-RECOVERY = ("lease expired", "back in its queue", "in no queue", "never enqueued", "retrying in")
+# The worker log lines that show a recovery path taken, counted in the run's log.
+RECOVERY = (
+    "lease expired",
+    "back in its queue",
+    "in no queue",
+    "never enqueued",
+    "retrying in",
+    "Unrecoverable error",
+)
+
+
+def recovery_summary(workdir: Path, examples: int = 2) -> str:
+    """How often each process's log shows each recovery path, with its first lines: the
+    evidence that the paths ran, in kilobytes (every line would be megabytes)."""
+    out = ["", "recovery paths seen in the processes' logs (count, then the first lines):"]
+    for proc_log in sorted(workdir.glob("*.log")):
+        lines = proc_log.read_text(errors="replace").splitlines()
+        for marker in RECOVERY:
+            seen = [line for line in lines if marker in line]
+            if seen:
+                out.append(f"[{proc_log.stem}] {marker!r}: {len(seen)}")
+                out += [f"    {line[:300]}" for line in seen[:examples]]
+    return "\n".join(out) + "\n"
 
 
 def table(report: Report, recovery_s: float) -> str:
@@ -68,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(seconds=args.seconds, documents=args.documents, seed=args.seed, workdir=workdir)
     report = run(cfg)
     with log_path.open("a") as f:
-        for proc_log in sorted(workdir.glob("*.log")):
-            for line in proc_log.read_text(errors="replace").splitlines():
-                if any(marker in line for marker in RECOVERY):
-                    f.write(f"[{proc_log.stem}] {line}\n")
+        f.write(recovery_summary(workdir))
     command = "python -m bench.chaos " + " ".join(sys.argv[1:] if argv is None else argv)
     out.write_text(json.dumps({"command": command, **report.to_json()}, indent=1) + "\n")
-    print(table(report, cfg.recovery_s))
+    summary = table(report, cfg.recovery_s)
+    with log_path.open("a") as f:
+        f.write("\n" + summary + "\n")
+    print(summary)
     return 1 if report.violations(cfg.recovery_s) else 0
 
 
