@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from docq.config_webhooks import Webhooks as Webhooks  # its own module: the area is long
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -273,58 +275,4 @@ class Scheduling(BaseModel):
         "shard per worker thread. More lanes make two tenants sharing one (and its FIFO) "
         "rarer, for more lists polled per BRPOP and one KEDA trigger each (deploy/k8s/keda.yaml "
         "lists them). Lowering it strands shards queued in the lanes dropped: drain them first.",
-    )
-
-
-class Webhooks(BaseModel):
-    """Settings: webhooks and lifecycle."""
-
-    webhook_url: str | None = Field(
-        None,
-        description="Tenant-wide default webhook for jobs that name none. One receiver for "
-        "every job is simpler to run; a job's own webhook still wins.",
-    )
-    webhook_secret: str | None = Field(
-        None,
-        description="`whsec_` secret of the default webhook (required with webhook_url). It is "
-        "copied into each job at upload, so a rotation applies to new jobs only.",
-    )
-    webhook_allow_private_networks: bool = Field(
-        False,
-        description="Allow webhook URLs that resolve to loopback, private or link-local "
-        "addresses. Needed for a local receiver; on a shared service it lets any client make "
-        "docq call internal hosts (SSRF), so keep it off there.",
-    )
-    webhook_timeout_s: float = Field(
-        10.0,
-        description="Per-attempt timeout (connect, send, each read). Short keeps a slow "
-        "receiver from holding a delivery worker; too short fails receivers that are merely "
-        "slow (they are retried).",
-    )
-    webhook_max_attempts: int = Field(
-        10,
-        description="Attempts before an event is dead-lettered. With the default backoff, 10 "
-        "attempts span about an hour of receiver outage.",
-    )
-    webhook_backoff_s: float = Field(
-        7.0,
-        description="Delay before the second attempt; doubles each attempt, with +-25% jitter "
-        "so that the retries of an outage do not all arrive in the same second.",
-    )
-    webhook_backoff_max_s: float = Field(
-        1800.0,
-        description="Cap on one retry delay. Must stay below visibility_timeout_s: a waiting "
-        "retry is held unacknowledged by the worker, and Redis would redeliver it.",
-    )
-    webhook_inline_results_max_bytes: int = Field(
-        0,
-        description="Put the results in the event's `data.results` when their JSON is at most "
-        "this many bytes. Saves the receiver a round trip for small jobs, at the cost of "
-        "larger payloads; 0 never inlines.",
-    )
-    keep_documents: bool = Field(
-        False,
-        description="Keep a shard's documents until the job expires. Off deletes them as soon "
-        "as their results are written (less data held, less memory); a redelivered finished "
-        "shard is then skipped instead of re-run.",
     )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -184,12 +184,23 @@ def enqueue_webhook(app: Celery, job_id: str, token: str) -> None:
         app.send_task(DELIVER_WEBHOOK, args=[job_id, token], queue=WEBHOOKS_QUEUE)
 
 
-def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
-    """(job id, shard) of a shard message (process or extract) as kombu keeps it, or None."""
-    if message.get("headers", {}).get("task") not in SHARD_TASKS:
+def _args_of(message: dict[str, Any], tasks: Collection[str]) -> list[Any] | None:
+    """The positional arguments of a message of one of `tasks` as kombu keeps it, or None."""
+    if message.get("headers", {}).get("task") not in tasks:
         return None
     body = message.get("body", "")
     if message.get("properties", {}).get("body_encoding") == "base64":
         body = base64.b64decode(body)
-    args = json.loads(body)[0]  # Celery's message protocol 2: [args, kwargs, embed]
-    return str(args[0]), int(args[1])
+    return json.loads(body)[0]  # type: ignore[no-any-return]  # protocol 2: [args, kwargs, embed]
+
+
+def shard_of(message: dict[str, Any]) -> tuple[str, int] | None:
+    """(job id, shard) of a shard message (process or extract) as kombu keeps it, or None."""
+    args = _args_of(message, SHARD_TASKS)
+    return None if args is None else (str(args[0]), int(args[1]))
+
+
+def delivery_of(message: dict[str, Any]) -> tuple[str, str] | None:
+    """(job id, chain token) of a deliver_webhook message as kombu keeps it, or None."""
+    args = _args_of(message, (DELIVER_WEBHOOK,))
+    return None if args is None else (str(args[0]), str(args[1]))

@@ -17,7 +17,8 @@ it or while running it, stays there until the visibility timeout (an hour); the 
 puts it back in its queue once it has sat unacknowledged for a whole lease with no live
 lease (restore_unleased), so the shard comes back once, as its own message. A message lost
 before it reached that hash is found by the audits of workers/audit.py, which the sweeper
-thread runs too.
+thread runs too. It also puts back the webhook messages that a dead webhooks worker held
+(workers/redelivery.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from docq.errors import DocqError, NotFound, QueueUnavailable, StoreUnavailable
 from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, PRIORITY_QUEUE, enqueue_shards, shard_of
 from docq.store import JobStore, open_store
 from workers.audit import audit
+from workers.redelivery import restore_stalled
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +238,7 @@ def _sweep_forever(celery: Celery, stop: threading.Event) -> None:
         try:
             sweep(store, celery, lease_s=s.shard_lease_s, now=time.time(), lanes=s.bulk_lanes)
             audit(store, celery, every_s=s.audit_interval_s, now=time.time(), lanes=s.bulk_lanes)
+            restore_stalled(store, celery, stall_s=s.webhook_stall_s, now=time.time())
         except (StoreUnavailable, QueueUnavailable) as exc:
             log.warning("sweep skipped: %s", exc.message)
         except DocqError as exc:

@@ -26,6 +26,16 @@ class WebhookTarget:
     secret_generated: bool = False  # docq made it: the upload answer shows it
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a job's delivery stands, as a sweeper judges whether its chain stalled."""
+
+    state: DeliveryState | None  # None: the job has no webhook (or expired)
+    token: str | None  # the chain that owns the round
+    busy_until: float  # an attempt's lease (epoch s, Redis time); 0 when none is running
+    next_at: float  # when the next attempt is due (epoch s, Redis time); 0 before the first
+
+
 class Deliveries:
     """Webhook delivery state of jobs; shares the job store's client."""
 
@@ -49,6 +59,17 @@ class Deliveries:
         """The delivery state and chain token of a job's event (None, None without webhook)."""
         state, token = decode_values(self.r.hmget(keys.webhook(job_id), ["state", "token"]))
         return (DeliveryState(state) if state else None, token)
+
+    def progress(self, job_id: str) -> Progress:
+        """The fields that say whether the delivery's chain is moving (workers/redelivery.py)."""
+        fields = ["state", "token", "busy_until", "next_at"]
+        state, token, busy, due = decode_values(self.r.hmget(keys.webhook(job_id), fields))
+        return Progress(
+            DeliveryState(state) if state else None,
+            token or None,
+            float(busy or 0),
+            float(due or 0),
+        )
 
     def set_token_if_unset(self, job_id: str, token: str) -> None:
         """Record the delivery chain that was just enqueued (unless one claimed the round)."""

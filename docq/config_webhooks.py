@@ -1,0 +1,70 @@
+"""The webhook settings of `docq.config.Settings` (an area of config_fields.py, in a module
+of its own for its length). Each setting says, where it is declared, what it trades."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Webhooks(BaseModel):
+    """Settings: webhooks and lifecycle."""
+
+    webhook_url: str | None = Field(
+        None,
+        description="Tenant-wide default webhook for jobs that name none. One receiver for "
+        "every job is simpler to run; a job's own webhook still wins.",
+    )
+    webhook_secret: str | None = Field(
+        None,
+        description="`whsec_` secret of the default webhook (required with webhook_url). It is "
+        "copied into each job at upload, so a rotation applies to new jobs only.",
+    )
+    webhook_allow_private_networks: bool = Field(
+        False,
+        description="Allow webhook URLs that resolve to loopback, private or link-local "
+        "addresses. Needed for a local receiver; on a shared service it lets any client make "
+        "docq call internal hosts (SSRF), so keep it off there.",
+    )
+    webhook_timeout_s: float = Field(
+        10.0,
+        description="Per-attempt timeout (connect, send, each read). Short keeps a slow "
+        "receiver from holding a delivery worker; too short fails receivers that are merely "
+        "slow (they are retried).",
+    )
+    webhook_max_attempts: int = Field(
+        10,
+        description="Attempts before an event is dead-lettered. With the default backoff, 10 "
+        "attempts span about an hour of receiver outage.",
+    )
+    webhook_backoff_s: float = Field(
+        7.0,
+        description="Delay before the second attempt; doubles each attempt, with +-25% jitter "
+        "so that the retries of an outage do not all arrive in the same second.",
+    )
+    webhook_backoff_max_s: float = Field(
+        1800.0,
+        description="Cap on one retry delay. Must stay below visibility_timeout_s: a waiting "
+        "retry is held unacknowledged by the worker, and Redis would redeliver it.",
+    )
+    webhook_stall_s: float = Field(
+        30.0,
+        description="A webhook message held unacknowledged by a webhooks worker (a retry "
+        "waiting for its countdown, or one taken and not started) whose attempt is this many "
+        "seconds overdue, or whose attempt's lease ran out, is put back in its queue by a "
+        "sweeper: its worker died. Without it Redis gives it back only after "
+        "visibility_timeout_s. Shorter delivers sooner after a crash; shorter than a live "
+        "worker's lag (all its processes busy) makes a twin of a held message, which claims "
+        "no attempt of its own but may bring the next retry forward.",
+    )
+    webhook_inline_results_max_bytes: int = Field(
+        0,
+        description="Put the results in the event's `data.results` when their JSON is at most "
+        "this many bytes. Saves the receiver a round trip for small jobs, at the cost of "
+        "larger payloads; 0 never inlines.",
+    )
+    keep_documents: bool = Field(
+        False,
+        description="Keep a shard's documents until the job expires. Off deletes them as soon "
+        "as their results are written (less data held, less memory); a redelivered finished "
+        "shard is then skipped instead of re-run.",
+    )
