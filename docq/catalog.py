@@ -42,6 +42,11 @@ CHANNEL_ARGS = [
     ("grpc.keepalive_permit_without_calls", _KEEPALIVE.keepalive_permit_without_calls),
     ("grpc.http2.max_pings_without_data", _KEEPALIVE.http2_max_pings_without_data),
     ("grpc.lb_policy_name", "round_robin"),
+    # Reconnect to a server that died at most a second after it is back: gRPC's default
+    # backoff grows to two minutes, so a channel to a tritonserver down for 10 s would
+    # next try ~16 s after it died. A second's attempt at a dead port costs nothing.
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
 

@@ -60,6 +60,8 @@ class Settings(  # one base per area
             raise ValueError("triton_max_in_flight must be >= 1")
         if self.triton_health_interval_s <= 0:
             raise ValueError("triton_health_interval_s must be > 0")
+        if self.triton_hold_s < 0:
+            raise ValueError("triton_hold_s must be >= 0")
         if self.log_format not in ("plain", "json"):
             raise ValueError("log_format must be plain or json")
         self.log_level = self.log_level.upper()

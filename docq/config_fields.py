@@ -46,6 +46,13 @@ class Places(BaseModel):
         "Shorter takes a restarted server back sooner, at the cost of one small gRPC call "
         "per endpoint and interval.",
     )
+    triton_hold_s: float = Field(
+        30.0,
+        description="How long a batch that finds no Triton endpoint reachable (a server "
+        "restarting, its models loading) waits for one to come back, sent again every half "
+        "second, before its shard fails and is retried with Celery's backoff. Covers a "
+        "supervisor's restart; 0 fails at once.",
+    )
     triton_http_port: int = Field(8000, description="Port of the local tritonserver's HTTP API.")
     triton_grpc_port: int = Field(8001, description="Port of the local tritonserver's gRPC API.")
     triton_metrics_port: int = Field(8002, description="Port of the local tritonserver's metrics.")

@@ -74,6 +74,7 @@ def context() -> WorkerContext:
                 max_in_flight=s.triton_max_in_flight,
                 timeout_s=s.triton_timeout_s,
                 health_interval_s=s.triton_health_interval_s,
+                hold_s=s.triton_hold_s,
             )
             _ctx = WorkerContext(
                 store=job_store,

@@ -11,8 +11,12 @@ server that stops answering loses no batch:
 An unreachable endpoint is left until its health check passes again; a model one server
 does not serve (explicit model control, a server just restarted) is routed around there
 for one health interval, and the catalogue loads it there on the next shard
-(docq/catalog.py). Only when no endpoint is left does a batch fail, with the retryable
-InferenceUnavailable: Celery retries the shard after its backoff.
+(docq/catalog.py). When no endpoint is left because every one is unreachable or without
+the model (a server restarting, its models loading), the batch waits for one to come back,
+sent again every `resend_interval_s`, for up to `hold_s` (DOCQ_TRITON_HOLD_S): a restart of
+a few seconds then costs those seconds, not a failed shard that Celery retries after its
+jittered backoff (up to twice the outage) and that tokenizes its documents again. Only then
+does the batch fail, with the retryable InferenceUnavailable: Celery retries the shard.
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ class TritonInference:
         timeout_s: float,
         health_interval_s: float = 2.0,
         probe_timeout_s: float = 5.0,
+        hold_s: float = 0.0,
+        resend_interval_s: float = 0.5,
         client_factory: ClientFactory = triton_client,
     ) -> None:
         self.endpoints = Endpoints(
@@ -84,6 +90,10 @@ class TritonInference:
         )
         self.max_in_flight = max_in_flight
         self.timeout_s = timeout_s
+        self.hold_s, self.resend_interval_s = hold_s, resend_interval_s
+        self._held: dict[threading.Timer, Done] = {}  # batches waiting for an endpoint
+        self._held_lock = threading.Lock()
+        self._closed = False
 
     def check_health(self) -> None:
         """Check every endpoint now (the health thread does so every interval)."""
@@ -109,10 +119,15 @@ class TritonInference:
         done: Done,
         tried: frozenset[str],
         last: DocqError | None,
+        held_since: float | None = None,
+        may_hold: bool = True,
     ) -> None:
         endpoint = self.endpoints.pick(spec.name, tried)
         if endpoint is None:
-            done(None, last or InferenceUnavailable(f"no Triton endpoint serves {spec.name!r}"))
+            error = last or InferenceUnavailable(f"no Triton endpoint serves {spec.name!r}")
+            if may_hold and self._hold(spec, batch, priority, done, held_since, error):
+                return
+            done(None, error)
             return
         rows = batch.input_ids.shape[0]
         started = time.perf_counter()
@@ -123,7 +138,7 @@ class TritonInference:
             elapsed = time.perf_counter() - started
             if error is not None or result is None:
                 exc = error if isinstance(error, InferenceServerException) else None
-                self._failed(spec, batch, priority, done, tried, endpoint, exc, error)
+                self._failed(spec, batch, priority, done, tried, endpoint, exc, error, held_since)
                 return
             metrics.TRITON_SECONDS.labels(endpoint.url, spec.name).observe(elapsed)
             try:
@@ -166,8 +181,10 @@ class TritonInference:
         endpoint: Endpoint,
         exc: InferenceServerException | None,
         error: object,
+        held_since: float | None,
     ) -> None:
-        """A request failed on `endpoint`: send it elsewhere, or report the error."""
+        """A request failed on `endpoint`: send it elsewhere, wait for one, or report the
+        error."""
         exc = exc or InferenceServerException(str(error))
         reason = classify(exc)
         metrics.TRITON_ERRORS.labels(endpoint.url, spec.name, reason).inc()
@@ -186,7 +203,58 @@ class TritonInference:
             log.info(
                 "batch for %s failed at %s (%s); trying another", spec.name, endpoint.url, reason
             )
-        self._send(spec, batch, priority, done, tried | {endpoint.url}, failure)
+        # A timeout or an unknown error is not worth waiting for: the server answered, or
+        # may have computed the batch already.
+        may_hold = reason in (UNAVAILABLE, MODEL_MISSING)
+        self._send(
+            spec, batch, priority, done, tried | {endpoint.url}, failure, held_since, may_hold
+        )
+
+    def _hold(
+        self,
+        spec: ModelSpec,
+        batch: Batch,
+        priority: int,
+        done: Done,
+        held_since: float | None,
+        error: DocqError,
+    ) -> bool:
+        """Send the batch again after `resend_interval_s` (to every endpoint, as if new),
+        unless it has waited `hold_s` already; False when it may not wait."""
+        now = time.monotonic()
+        since = now if held_since is None else held_since
+        if now - since + self.resend_interval_s > self.hold_s:
+            if held_since is not None:
+                log.warning(
+                    "batch for %s: no Triton endpoint came back in %.0f s: %s",
+                    spec.name,
+                    now - since,
+                    error,
+                )
+            return False
+
+        def again() -> None:
+            with self._held_lock:
+                if self._held.pop(timer, None) is None:
+                    return  # close() answered it
+            self._send(spec, batch, priority, done, frozenset(), error, since)
+
+        timer = threading.Timer(self.resend_interval_s, again)
+        timer.daemon = True
+        with self._held_lock:
+            if self._closed:
+                return False
+            self._held[timer] = done
+        if held_since is None:
+            log.info(
+                "batch for %s: no Triton endpoint now (%s); waiting up to %.0f s",
+                spec.name,
+                error,
+                self.hold_s,
+            )
+        metrics.TRITON_HELD.labels(spec.name).inc()
+        timer.start()
+        return True
 
     # --- the synchronous form (bench, Triton alone) -------------------------------------
 
@@ -224,4 +292,10 @@ class TritonInference:
         return [r for r in results if r is not None]
 
     def close(self) -> None:
+        with self._held_lock:
+            self._closed = True
+            held, self._held = self._held, {}
+        for timer, done in held.items():  # what waits for an endpoint fails now, retryable
+            timer.cancel()
+            done(None, InferenceUnavailable("the Triton client is closed"))
         self.endpoints.close()

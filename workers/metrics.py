@@ -67,6 +67,12 @@ TRITON_ERRORS = Counter(
     "timeout, invalid, other); all but invalid are sent to another endpoint.",
     ["endpoint", "model", "reason"],
 )
+TRITON_HELD = Counter(
+    "docq_triton_batches_held_total",
+    "Batches that found no Triton endpoint able to take them and waited for one to come "
+    "back (DOCQ_TRITON_HOLD_S) instead of failing their shards at once.",
+    ["model"],
+)
 TRITON_UP = Gauge(
     "docq_triton_endpoint_up",
     "1 while this process sends batches to the endpoint, 0 while its health check fails.",

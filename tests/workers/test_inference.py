@@ -7,6 +7,7 @@ endpoint, failover, health checks and metrics run, as in a worker process.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ class FakeServer:
         self.hold = False
         self.models_missing: set[str] = set()
         self.invalid = False
+        self.deadline = False  # answers DEADLINE_EXCEEDED (alive, but too slow)
         self.served: list[int] = []  # tag of each batch answered
         self.held: list[Callable[[], None]] = []
         self.clients = 0  # channels opened to it
@@ -81,6 +83,9 @@ class FakeServer:
             callback(None, err)
         elif self.invalid:
             callback(None, InferenceServerException("bad shape", "StatusCode.INVALID_ARGUMENT"))
+        elif self.deadline:
+            err = InferenceServerException("Deadline Exceeded", "StatusCode.DEADLINE_EXCEEDED")
+            callback(None, err)
         else:
             with self.lock:
                 self.served.append(tag)
@@ -143,13 +148,15 @@ class Answers:
         return self.got[tag][0]
 
 
-def pool(*names: str) -> tuple[TritonInference, dict[str, FakeServer]]:
+def pool(*names: str, hold_s: float = 0.0) -> tuple[TritonInference, dict[str, FakeServer]]:
     servers = {n: FakeServer(n) for n in names}
     triton = TritonInference(
         list(names),
         max_in_flight=8,
         timeout_s=5,
         health_interval_s=3600,  # health checks run when the test calls check_health()
+        hold_s=hold_s,
+        resend_interval_s=0.02,
         client_factory=lambda url: FakeClient(servers[url]),  # type: ignore[return-value]
     )
     return triton, servers
@@ -322,3 +329,89 @@ def test_a_slow_health_check_neither_leaves_an_endpoint_nor_cuts_its_requests() 
     assert a.clients == channels + 1
     assert sample("docq_triton_endpoint_up", endpoint="a:8") == 1
     triton.close()
+
+
+# --- waiting for a restarted server (DOCQ_TRITON_HOLD_S) -----------------------------
+
+
+def answered_within(answers: Answers, tag: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with answers.lock:
+            if tag in answers.got:
+                return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_batch_waits_for_its_one_server_to_come_back_instead_of_failing() -> None:
+    triton, servers = pool("a:20", hold_s=30)
+    a = servers["a:20"]
+    a.die()
+    held_before = sample("docq_triton_batches_held_total", model="m")
+    answers = Answers()
+    triton.submit(spec(), batch(1), 0, answers.done(1))
+    assert not answered_within(answers, 1, 0.3)  # it waits, sent again every interval
+    assert sample("docq_triton_batches_held_total", model="m") > held_before
+    a.alive = True  # the supervisor restarted it
+    assert answered_within(answers, 1, 5)
+    logits, error = answers.once(1)
+    assert error is None and logits[0, 0] == 1 and a.served == [1]
+    time.sleep(0.1)
+    answers.once(1)  # and only once
+    triton.close()
+
+
+def test_a_held_batch_fails_retryably_once_the_hold_is_spent() -> None:
+    triton, servers = pool("a:21", hold_s=0.2)
+    servers["a:21"].die()
+    answers = Answers()
+    started = time.monotonic()
+    triton.submit(spec(), batch(1), 0, answers.done(1))
+    assert answered_within(answers, 1, 5)
+    assert time.monotonic() - started >= 0.15  # it waited its hold, then gave up
+    logits, error = answers.once(1)
+    assert logits is None and isinstance(error, InferenceUnavailable)
+    time.sleep(0.1)
+    answers.once(1)
+    triton.close()
+
+
+def test_with_every_endpoint_down_a_held_batch_goes_to_the_first_one_back() -> None:
+    triton, servers = pool("a:22", "b:22", hold_s=30)
+    a, b = servers["a:22"], servers["b:22"]
+    a.die()
+    b.die()
+    answers = Answers()
+    triton.submit(spec(), batch(1), 0, answers.done(1))  # refused by both: both left
+    assert not answered_within(answers, 1, 0.2)
+    b.alive = True
+    triton.check_health()  # b is taken back
+    assert answered_within(answers, 1, 5)
+    assert answers.once(1)[1] is None and b.served == [1] and a.served == []
+    triton.close()
+
+
+def test_a_timed_out_batch_is_not_held() -> None:
+    # the server is alive and may have computed it: the shard's retry decides, at once
+    triton, servers = pool("a:23", hold_s=30)
+    servers["a:23"].deadline = True
+    answers = Answers()
+    triton.submit(spec(), batch(1), 0, answers.done(1))
+    assert answered_within(answers, 1, 0.5)
+    assert isinstance(answers.once(1)[1], InferenceUnavailable)
+    triton.close()
+
+
+def test_closing_answers_every_held_batch_once() -> None:
+    triton, servers = pool("a:24", hold_s=30)
+    servers["a:24"].die()
+    answers = Answers()
+    for tag in range(3):
+        triton.submit(spec(), batch(tag), 0, answers.done(tag))
+    assert not answered_within(answers, 0, 0.1)
+    triton.close()
+    time.sleep(0.1)  # a resend that was due as it closed must not answer again
+    for tag in range(3):
+        logits, error = answers.once(tag)
+        assert logits is None and isinstance(error, InferenceUnavailable)
