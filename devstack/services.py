@@ -254,15 +254,16 @@ def celery_worker(
 
 
 @contextmanager
-def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
-    """The API as a process of its own on a free port; yields its base URL."""
+def api_server(env: dict[str, str], log: Path, tree: Path = REPO) -> Iterator[str]:
+    """The API as a process of its own on a free port; yields its base URL. `tree`: the
+    source tree it runs from (bench/accept.py runs an older commit's beside this one)."""
     import httpx
 
     port = free_port()
     with log.open("wb") as out:
         proc = subprocess.Popen(
             stack.api(),
-            cwd=REPO,
+            cwd=tree,
             env={**env, "DOCQ_API_PORT": str(port)},
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -33,7 +33,7 @@ from docq.store.codec import (
     Document,
     ShardDocument,
     decode,
-    pack_shard,
+    pack_shards,
     shard_document,
     unpack_shard,
 )
@@ -131,9 +131,12 @@ class JobStore:
             "files": sum(1 for d in documents if d.content_type is not None),
         }
         with self.r.pipeline(transaction=True) as p:
-            for n in range(n_shards):
-                chunk = documents[n * self.shard_size : (n + 1) * self.shard_size]
-                p.set(keys.shard(job_id, n), pack_shard(chunk), ex=self.ttl_s)
+            chunks = (
+                documents[i : i + self.shard_size]
+                for i in range(0, len(documents), self.shard_size)
+            )
+            for n, packed in enumerate(pack_shards(chunks)):
+                p.set(keys.shard(job_id, n), packed, ex=self.ttl_s)
             self.files.store_in(p, job_id, documents, ttl_s=self.ttl_s)
             p.hset(keys.job(job_id), mapping=record)
             p.expire(keys.job(job_id), self.ttl_s)
