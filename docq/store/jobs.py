@@ -131,10 +131,8 @@ class JobStore:
             "files": sum(1 for d in documents if d.content_type is not None),
         }
         with self.r.pipeline(transaction=True) as p:
-            chunks = (
-                documents[i : i + self.shard_size]
-                for i in range(0, len(documents), self.shard_size)
-            )
+            starts = range(0, len(documents), self.shard_size)
+            chunks = (documents[i : i + self.shard_size] for i in starts)
             for n, packed in enumerate(pack_shards(chunks)):
                 p.set(keys.shard(job_id, n), packed, ex=self.ttl_s)
             self.files.store_in(p, job_id, documents, ttl_s=self.ttl_s)
