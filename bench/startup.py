@@ -3,6 +3,10 @@
     git clone -q . /tmp/docq-clean && .venv/bin/python -m bench.startup /tmp/docq-clean \
         --out bench/startup.json
 
+For a first start as a new machine sees it, remove Debian's Tesseract first
+(`apt-get remove -y tesseract-ocr tesseract-ocr-eng`): `make up` installs it again, and
+the JSON's `fresh_tesseract` says it did.
+
 Runs `make up` in CHECKOUT (a clean clone, for a first start: the install, the demo model
 builds and the services), polls `/readyz` until it says `ok` (Redis and Triton ready, the
 startup models loaded), stops the stack (SIGINT to make, as Ctrl-C would) and starts it
@@ -25,6 +29,7 @@ from typing import Any
 import httpx
 
 READYZ = "http://127.0.0.1:8080/readyz"
+TESSDATA = Path("/usr/share/tesseract-ocr/5/tessdata/eng.traineddata")
 
 
 def ready() -> bool:
@@ -82,6 +87,8 @@ def main() -> None:
         "cores": len(os.sched_getaffinity(0)),
         "fresh_venv": not (checkout / ".venv").exists(),
         "fresh_models": not (checkout / "model_repository" / "doc-type" / "1").exists(),
+        # make system installs Debian's Tesseract data (OCR) when this file is missing
+        "fresh_tesseract": not TESSDATA.exists(),
         "starts_s": [],
     }
     for i in range(args.starts):
