@@ -11,6 +11,7 @@ import datetime as dt
 import random
 
 from corpus import fakes as fk
+from corpus.footer import company_footer
 from corpus.layout import paginate, party_block, side_by_side, table
 from corpus.terms import purchase_terms, quotation_scope, sale_terms
 
@@ -30,8 +31,26 @@ def _heading(rng: random.Random, options: tuple[str, ...]) -> str:
     return title.upper() if rng.random() < 0.5 else title
 
 
+# How often a writer ends its pages with the issuer's company footer (corpus.footer).
+FOOTER_SHARE = 0.55
+
+
+def _pages(rng: random.Random, lines: list[str], header: str, issuer: fk.Party) -> str:
+    """The document cut into pages, each ending with the issuer's footer when it has one."""
+    footer = company_footer(rng, issuer) if rng.random() < FOOTER_SHARE else []
+    return "\n".join(paginate(rng, lines, header, rng.randint(45, 70), footer))
+
+
 def _letterhead(rng: random.Random, seller: fk.Party, title: str, meta: list[str]) -> list[str]:
     head = [seller.name, seller.street, f"{seller.postcode} {seller.city}, {seller.country}"]
+    if rng.random() < 0.3:  # a banner: the name, then address and contact run into lines
+        sep = rng.choice((" · ", " | ", ", ", " - "))
+        head = [seller.name.upper() if rng.random() < 0.5 else seller.name,
+                sep.join((seller.street, f"{seller.postcode} {seller.city}", seller.country)),
+                sep.join((seller.phone, seller.email))]  # fmt: skip
+        width = rng.choice((0, 70, 90))
+        head = [line.center(width).rstrip() for line in head]
+        return [*head, rng.choice(("", "=" * 60, "-" * 60)), "", title, "", *meta, ""]
     if rng.random() < 0.5:
         return [*side_by_side(head, meta), "", title, ""]
     return [title, "", *head, "", *meta, ""]
@@ -121,12 +140,13 @@ def invoice(rng: random.Random) -> str:
             )
         )
     )
-    lines += [
-        "Bank: "
-        f"{rng.choice(('Commerzbank', 'Barclays', 'BNP Paribas', 'ING', 'HSBC', 'UniCredit'))}",
-        f"IBAN: {fk.iban(rng)}  BIC: "
-        f"{rng.choice(('COBADEFFXXX', 'BARCGB22', 'INGBNL2A', 'BNPAFRPP'))}",
-    ]
+    if rng.random() < 0.6:  # otherwise the bank details are in the footer, or paid by card
+        lines += [
+            "Bank: "
+            f"{rng.choice(('Commerzbank', 'Barclays', 'BNP Paribas', 'ING', 'HSBC', 'UniCredit'))}",
+            f"IBAN: {fk.iban(rng)}  BIC: "
+            f"{rng.choice(('COBADEFFXXX', 'BARCGB22', 'INGBNL2A', 'BNPAFRPP'))}",
+        ]
     if rng.random() < 0.5:
         lines.append(
             rng.choice(
@@ -140,8 +160,9 @@ def invoice(rng: random.Random) -> str:
         )
     if rng.random() < 0.2:
         lines += ["", *sale_terms(rng, rng.randint(3, 12))]
-    lines += ["", f"{seller.name} - Registered in {seller.country} - VAT {seller.vat_id}"]
-    return "\n".join(paginate(rng, lines, f"{title} {no}", rng.randint(45, 70)))
+    if rng.random() < 0.5:
+        lines += ["", f"{seller.name} - Registered in {seller.country} - VAT {seller.vat_id}"]
+    return _pages(rng, lines, f"{title} {no}", seller)
 
 
 def purchase_order(rng: random.Random) -> str:
@@ -228,7 +249,7 @@ def purchase_order(rng: random.Random) -> str:
     ]
     if rng.random() < 0.22:
         lines += ["", *purchase_terms(rng, rng.randint(6, 28))]
-    return "\n".join(paginate(rng, lines, f"{title} {no}", rng.randint(45, 70)))
+    return _pages(rng, lines, f"{title} {no}", buyer)
 
 
 def quotation(rng: random.Random) -> str:
@@ -308,7 +329,7 @@ def quotation(rng: random.Random) -> str:
         ]
     if rng.random() < 0.12:
         lines += ["", *sale_terms(rng, rng.randint(4, 14))]
-    return "\n".join(paginate(rng, lines, f"{title} {no}", rng.randint(45, 70)))
+    return _pages(rng, lines, f"{title} {no}", seller)
 
 
 def delivery_note(rng: random.Random) -> str:
@@ -399,4 +420,4 @@ def delivery_note(rng: random.Random) -> str:
         + " ____________",
         "Name (block capitals): ____________   Date/Time: ________",
     ]
-    return "\n".join(paginate(rng, lines, f"{title} {no}", rng.randint(45, 70)))
+    return _pages(rng, lines, f"{title} {no}", shipper)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 from corpus import fakes as fk
+from corpus.footer import company_footer
 from corpus.layout import paginate
 
 _KINDS = (
@@ -402,4 +403,6 @@ def contract(rng: random.Random) -> str:
             "Date: ______________",
         ]
     header = rng.choice((title.title(), f"{title.title()} - {a.name} / {b.name}", "CONFIDENTIAL"))
-    return "\n".join(paginate(rng, lines, header, rng.randint(40, 60)))
+    # Contracts printed on one party's paper carry its footer (bank details too, at times).
+    footer = company_footer(rng, a, bank=0.4) if rng.random() < 0.3 else []
+    return "\n".join(paginate(rng, lines, header, rng.randint(40, 60), footer))

@@ -34,6 +34,13 @@ def party_block(rng: random.Random, p: Party, title: str | None = None) -> list[
     return lines
 
 
+def boxed(lines: Sequence[str]) -> list[str]:
+    """`lines` drawn in a box of ASCII rules, as text exports of framed receipts read."""
+    width = max((len(line) for line in lines), default=0)
+    rule = "+" + "-" * (width + 2) + "+"
+    return [rule, *(f"| {line.ljust(width)} |" for line in lines), rule]
+
+
 def side_by_side(left: list[str], right: list[str], width: int = 44) -> list[str]:
     """Two blocks printed next to each other, as OCR reads two-column letterheads."""
     n = max(len(left), len(right))
@@ -42,15 +49,22 @@ def side_by_side(left: list[str], right: list[str], width: int = 44) -> list[str
     return [f"{a.ljust(width)}{b}".rstrip() for a, b in zip(left, right, strict=True)]
 
 
-def paginate(rng: random.Random, lines: list[str], header: str, lines_per_page: int) -> list[str]:
+def paginate(
+    rng: random.Random,
+    lines: list[str],
+    header: str,
+    lines_per_page: int,
+    footer: Sequence[str] = (),
+) -> list[str]:
     """Cut a long document into pages, repeating a running header and a page footer.
 
     Multi-page business documents repeat their type and number on every page, which is
     also what lets a classifier label a window from the middle of a long document.
+    `footer` (a company's registration and bank lines, corpus.footer) ends every page.
     """
     pages = [lines[i : i + lines_per_page] for i in range(0, len(lines), lines_per_page)] or [[]]
     if len(pages) == 1:
-        return lines
+        return [*lines, "", *footer] if footer else lines
     total = len(pages)
     footer_style = rng.choice(("Page {i} of {n}", "- {i} -", "Page {i}/{n}", "{i}/{n}"))
     out: list[str] = []
@@ -58,6 +72,7 @@ def paginate(rng: random.Random, lines: list[str], header: str, lines_per_page: 
         if i > 1:
             out += ["", header + ("  (continued)" if rng.random() < 0.3 else ""), ""]
         out += page
+        out += ["", *footer] if footer else []
         out += ["", footer_style.format(i=i, n=total), "\f" if rng.random() < 0.5 else ""]
     return out
 
