@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from corpus.commercial import delivery_note, invoice, purchase_order, quotation
+from corpus.commercial import invoice, purchase_order, quotation
 from corpus.contract import contract
+from corpus.delivery import delivery_note
 from corpus.layout import ocr_noise
 from corpus.receipt import receipt
 from corpus.text_layer import text_layer
