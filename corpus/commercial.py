@@ -12,7 +12,7 @@ import random
 
 from corpus import fakes as fk
 from corpus.layout import party_block, table
-from corpus.paper import fmt, heading, letterhead, pages, size, totals
+from corpus.paper import GRID_SHARE, fmt, heading, letterhead, pages, salutation, size, totals
 from corpus.terms import purchase_terms, quotation_scope, sale_terms
 
 
@@ -43,6 +43,12 @@ def invoice(rng: random.Random) -> str:
         rng, buyer, rng.choice(("Bill to:", "Invoice to:", "Customer:", "Billed to"))
     )
     lines.append("")
+    lines += salutation(rng, buyer.contact, (
+        "Please find below our invoice for the goods delivered.",
+        "We invoice you for the following services.",
+        "Thank you for your order, which we invoice as follows.",
+        "For our deliveries under your order we bill you the amounts below.",
+    ))  # fmt: skip
     if rng.random() < 0.3:
         lines += [
             f"Period of service: {fmt(issued - dt.timedelta(days=30), style)} - "
@@ -68,7 +74,7 @@ def invoice(rng: random.Random) -> str:
         )
         for n, i in enumerate(items, start=1)
     ]
-    lines += table(rng, header, rows)
+    lines += table(rng, header, rows, grid=GRID_SHARE)
     lines += ["", *totals(rng, items, m, vat), ""]
     lines.append(
         rng.choice(
@@ -125,6 +131,12 @@ def purchase_order(rng: random.Random) -> str:
     lines = letterhead(rng, buyer, title, meta)
     lines += party_block(rng, supplier, rng.choice(("Supplier:", "Vendor:", "To:", "Supplier")))
     lines.append("")
+    lines += salutation(rng, supplier.contact, (
+        "Please supply the following items on the terms below.",
+        "With reference to your offer we order as follows.",
+        "We hereby place the following order.",
+        "Kindly deliver the goods listed below to the address stated.",
+    ))  # fmt: skip
     if rng.random() < 0.6:
         lines += [
             rng.choice(("Ship to:", "Delivery address:", "Deliver to:")),
@@ -161,7 +173,7 @@ def purchase_order(rng: random.Random) -> str:
                 fmt(needed, style),
             ]
         rows.append(row)
-    lines += table(rng, header, rows)
+    lines += table(rng, header, rows, grid=GRID_SHARE)
     total = sum(i.amount for i in items)
     lines += [
         "",
@@ -241,7 +253,7 @@ def quotation(rng: random.Random) -> str:
             row.append(f"{rng.choice((0, 0, 5, 10, 15))}%")
         row.append(m(i.amount))
         rows.append(row)
-    lines += table(rng, header, rows)
+    lines += table(rng, header, rows, grid=GRID_SHARE)
     lines += ["", *totals(rng, items, m, vat), ""]
     lines += rng.sample(
         [

@@ -9,7 +9,7 @@ import random
 
 from corpus import fakes as fk
 from corpus.layout import party_block, table
-from corpus.paper import fmt, heading, letterhead, pages, size
+from corpus.paper import GRID_SHARE, fmt, heading, letterhead, pages, salutation, size
 
 
 def delivery_note(rng: random.Random) -> str:
@@ -41,6 +41,12 @@ def delivery_note(rng: random.Random) -> str:
         rng, consignee, rng.choice(("Deliver to:", "Ship to:", "Consignee:", "Recipient"))
     )
     lines.append("")
+    lines += salutation(rng, consignee.contact, (
+        "We deliver the following goods against your order.",
+        "Please find enclosed the items listed below.",
+        "The goods below leave our warehouse today.",
+        "With this shipment you receive the following articles.",
+    ))  # fmt: skip
     items = fk.line_items(rng, size(rng, 0.45, 0.07))
     header = rng.choice(
         (
@@ -77,7 +83,7 @@ def delivery_note(rng: random.Random) -> str:
                     f"{rng.uniform(0.2, 60):.1f}",
                 ]
             )
-    lines += table(rng, header, rows)
+    lines += table(rng, header, rows, grid=GRID_SHARE)
     lines += [
         "",
         f"{rng.choice(('Number of packages', 'Total packages', 'Colli'))}: {rng.randint(1, 40)}",

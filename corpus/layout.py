@@ -8,10 +8,22 @@ from collections.abc import Sequence
 from corpus.fakes import Party
 
 
-def table(rng: random.Random, header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Render a table the ways OCR engines return them: padded columns, pipes or tabs."""
-    style = rng.choice(("pad", "pad", "pipe", "tab", "loose"))
+def table(
+    rng: random.Random,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    grid: float = 0.0,
+) -> list[str]:
+    """Render a table the ways OCR engines return them: padded columns, pipes or tabs.
+
+    With probability `grid` it is drawn as a ruled grid instead, as text exports of
+    bordered tables read (`grid=0` draws nothing more from `rng`: old corpora stay as
+    they were).
+    """
     all_rows = [list(header), *[list(r) for r in rows]]
+    if grid and rng.random() < grid:
+        return ruled(all_rows)
+    style = rng.choice(("pad", "pad", "pipe", "tab", "loose"))
     if style == "pad":
         widths = [max(len(r[i]) for r in all_rows) for i in range(len(header))]
         return [
@@ -32,6 +44,14 @@ def party_block(rng: random.Random, p: Party, title: str | None = None) -> list[
     if rng.random() < 0.5:
         lines.append(f"VAT No: {p.vat_id}" if rng.random() < 0.5 else f"VAT ID {p.vat_id}")
     return lines
+
+
+def ruled(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows drawn as a grid of ASCII rules, the first row ruled off as the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    lines = [f"| {' | '.join(c.ljust(w) for c, w in zip(r, widths, strict=True))} |" for r in rows]
+    return [rule, lines[0], rule, *lines[1:], rule]
 
 
 def boxed(lines: Sequence[str]) -> list[str]:

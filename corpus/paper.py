@@ -11,7 +11,7 @@ import random
 
 from corpus import fakes as fk
 from corpus.footer import company_footer
-from corpus.layout import paginate, side_by_side
+from corpus.layout import paginate, ruled, side_by_side
 
 
 def size(rng: random.Random, short: float, long: float) -> int:
@@ -32,6 +32,12 @@ def heading(rng: random.Random, options: tuple[str, ...]) -> str:
 
 # How often a writer ends its pages with the issuer's company footer (corpus.footer).
 FOOTER_SHARE = 0.55
+# How often tables, and the numbers and dates beside the letterhead, are ruled grids: a
+# layout of every kind of document (receipts are boxed as often, corpus.receipt).
+GRID_SHARE = 0.25
+# How often an invoice, an order or a delivery note opens as a letter (quotations always
+# could, in corpus.commercial).
+LETTER_SHARE = 0.3
 
 
 def pages(rng: random.Random, lines: list[str], header: str, issuer: fk.Party) -> str:
@@ -43,6 +49,9 @@ def pages(rng: random.Random, lines: list[str], header: str, issuer: fk.Party) -
 def letterhead(rng: random.Random, seller: fk.Party, title: str, meta: list[str]) -> list[str]:
     """The issuer's name and address, the title and the document's numbers and dates."""
     head = [seller.name, seller.street, f"{seller.postcode} {seller.city}, {seller.country}"]
+    if rng.random() < GRID_SHARE:  # the numbers and dates in a ruled box, two to a row
+        pairs = [meta[i : i + 2] for i in range(0, len(meta), 2)]
+        meta = ruled([p if len(p) == 2 else [*p, ""] for p in pairs])
     if rng.random() < 0.3:  # a banner: the name, then address and contact run into lines
         sep = rng.choice((" · ", " | ", ", ", " - "))
         head = [seller.name.upper() if rng.random() < 0.5 else seller.name,
@@ -75,3 +84,18 @@ def totals(rng: random.Random, items: list[fk.LineItem], m: fk.Money, vat: float
 def fmt(d: dt.date, style: str) -> str:
     """A date in the document's own style."""
     return d.strftime(style)
+
+
+def salutation(rng: random.Random, contact: str, sentences: tuple[str, ...]) -> list[str]:
+    """A letter's opening above the table (with probability LETTER_SHARE), else nothing.
+
+    Business documents are often sent as letters whatever their kind; were only offers to
+    open with "Dear ...", the greeting would tell the class instead of the wording.
+    """
+    if rng.random() >= LETTER_SHARE:
+        return []
+    greeting = rng.choice((f"Dear {contact},", "Dear Sir or Madam,", f"Dear {contact}", ""))
+    sentence = rng.choice(sentences)
+    if rng.random() < 0.5 or not greeting:
+        return [f"{greeting} {sentence}".strip(), ""]
+    return [greeting, sentence, ""]
