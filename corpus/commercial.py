@@ -11,8 +11,18 @@ import datetime as dt
 import random
 
 from corpus import fakes as fk
-from corpus.layout import party_block, table
-from corpus.paper import GRID_SHARE, fmt, heading, letterhead, pages, salutation, size, totals
+from corpus.layout import table
+from corpus.paper import (
+    GRID_SHARE,
+    addressee,
+    fmt,
+    heading,
+    letterhead,
+    pages,
+    salutation,
+    size,
+    totals,
+)
 from corpus.terms import purchase_terms, quotation_scope, sale_terms
 
 
@@ -39,9 +49,7 @@ def invoice(rng: random.Random) -> str:
     if rng.random() < 0.5:
         meta.append(f"Customer no.: {rng.randint(10000, 99999)}")
     lines = letterhead(rng, seller, title, meta)
-    lines += party_block(
-        rng, buyer, rng.choice(("Bill to:", "Invoice to:", "Customer:", "Billed to"))
-    )
+    lines += addressee(rng, seller, buyer, ("Bill to:", "Invoice to:", "Customer:", "Billed to"))
     lines.append("")
     lines += salutation(rng, buyer.contact, (
         "Please find below our invoice for the goods delivered.",
@@ -129,7 +137,7 @@ def purchase_order(rng: random.Random) -> str:
     if rng.random() < 0.5:
         meta.append(f"Cost centre: {rng.randint(1000, 9999)}")
     lines = letterhead(rng, buyer, title, meta)
-    lines += party_block(rng, supplier, rng.choice(("Supplier:", "Vendor:", "To:", "Supplier")))
+    lines += addressee(rng, buyer, supplier, ("Supplier:", "Vendor:", "To:", "Supplier"))
     lines.append("")
     lines += salutation(rng, supplier.contact, (
         "Please supply the following items on the terms below.",
@@ -222,7 +230,7 @@ def quotation(rng: random.Random) -> str:
     if rng.random() < 0.5:
         meta.append(f"Your enquiry of {fmt(issued - dt.timedelta(days=rng.randint(1, 20)), style)}")
     lines = letterhead(rng, seller, title, meta)
-    lines += party_block(rng, customer, rng.choice(("Prepared for:", "To:", "Customer:", "Attn:")))
+    lines += addressee(rng, seller, customer, ("Prepared for:", "To:", "Customer:", "Attn:"))
     lines += [
         "",
         rng.choice(

@@ -8,8 +8,8 @@ from __future__ import annotations
 import random
 
 from corpus import fakes as fk
-from corpus.layout import party_block, table
-from corpus.paper import GRID_SHARE, fmt, heading, letterhead, pages, salutation, size
+from corpus.layout import table
+from corpus.paper import GRID_SHARE, addressee, fmt, heading, letterhead, pages, salutation, size
 
 
 def delivery_note(rng: random.Random) -> str:
@@ -37,8 +37,8 @@ def delivery_note(rng: random.Random) -> str:
     if rng.random() < 0.6:
         meta.append(f"Tracking: {rng.randint(10**11, 10**12 - 1)}")
     lines = letterhead(rng, shipper, title, meta)
-    lines += party_block(
-        rng, consignee, rng.choice(("Deliver to:", "Ship to:", "Consignee:", "Recipient"))
+    lines += addressee(
+        rng, shipper, consignee, ("Deliver to:", "Ship to:", "Consignee:", "Recipient")
     )
     lines.append("")
     lines += salutation(rng, consignee.contact, (

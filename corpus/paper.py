@@ -11,7 +11,7 @@ import random
 
 from corpus import fakes as fk
 from corpus.footer import company_footer
-from corpus.layout import paginate, ruled, side_by_side
+from corpus.layout import paginate, party_block, ruled, side_by_side
 
 
 def size(rng: random.Random, short: float, long: float) -> int:
@@ -38,6 +38,9 @@ GRID_SHARE = 0.25
 # How often an invoice, an order or a delivery note opens as a letter (quotations always
 # could, in corpus.commercial).
 LETTER_SHARE = 0.3
+# How often the recipient is addressed as a window envelope shows it: the sender's return
+# line above an untitled address block, as many European business letters are laid out.
+WINDOW_SHARE = 0.3
 
 
 def pages(rng: random.Random, lines: list[str], header: str, issuer: fk.Party) -> str:
@@ -99,3 +102,18 @@ def salutation(rng: random.Random, contact: str, sentences: tuple[str, ...]) -> 
     if rng.random() < 0.5 or not greeting:
         return [f"{greeting} {sentence}".strip(), ""]
     return [greeting, sentence, ""]
+
+
+def addressee(
+    rng: random.Random, sender: fk.Party, recipient: fk.Party, titles: tuple[str, ...]
+) -> list[str]:
+    """The recipient's block: under a title ("Bill to:"), or in the envelope's window."""
+    if rng.random() >= WINDOW_SHARE:
+        return party_block(rng, recipient, rng.choice(titles))
+    back = rng.choice((
+        f"{sender.name} · {sender.street} · {sender.postcode} {sender.city}",
+        f"{sender.name}, {sender.street}, {sender.postcode} {sender.city}",
+        f"Return address: {sender.name}, {sender.postcode} {sender.city}",
+        f"{sender.name} | {sender.street} | {sender.city}",
+    ))  # fmt: skip
+    return [back, "", *recipient.address_lines()]

@@ -63,6 +63,24 @@ _SHOPS: dict[str, tuple[tuple[str, float], ...]] = {
         ("Minibar", 9.5),
     ),
     "taxi": (("Fare", 24.60), ("Airport surcharge", 5.00), ("Luggage", 2.00)),
+    "kiosk": (
+        ("DAILY PAPER", 2.20),
+        ("MAGAZINE", 4.90),
+        ("GUM MINT", 1.10),
+        ("CRISPS 150G", 1.99),
+        ("ENERGY DRINK", 2.29),
+        ("AAA BATTERIES 8PK", 6.49),
+        ("BUS PASS 24H", 8.80),
+        ("LOTTERY TICKET", 2.00),
+        ("PHONE CHARGER", 12.99),
+    ),
+    "pharmacy": (
+        ("Ibuprofen 400mg 20", 4.95),
+        ("Plasters assorted", 3.49),
+        ("Hand cream 75ml", 5.25),
+        ("Vitamin C 60 tabs", 7.90),
+        ("Sun lotion SPF30", 11.50),
+    ),
 }
 
 
@@ -74,6 +92,8 @@ _KIND_WORD = {
     "restaurant": "RESTAURANT",
     "hotel": "HOTEL",
     "taxi": "TAXI",
+    "kiosk": "KIOSK",
+    "pharmacy": "PHARMACY",
 }
 _TITLES = (
     "RECEIPT",
