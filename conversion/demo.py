@@ -52,7 +52,7 @@ MODEL_DIR = REPOSITORY / NAME
 BUILD_DIR = ROOT / "build" / NAME
 
 SEED = 1129
-TRAIN_DOCS, TRAIN_SEED = 600, 1001
+TRAIN_DOCS, TRAIN_SEED = 1800, 1001
 HELDOUT_DOCS, HELDOUT_SEED = 600, 2002
 # Windows per training document: bounds the encoder's work on long documents while still
 # showing the head middle and tail windows (a document's first window is always kept).

@@ -1,9 +1,10 @@
 """Seeded synthetic business documents with labels: the demo model's data and the test inputs.
 
 The documents read like OCR'd paperwork (letterheads, line-item tables, totals, VAT, legal
-terms, page headers, scan errors). Lengths follow what a document classifier meets in
-practice: about half fit in one 512-token window, a long tail of multi-page documents does
-not, and a few run to thousands of tokens.
+terms, page headers and company footers, scan errors), some as a PDF's text layer reads.
+Lengths follow what a document classifier meets in practice: about half fit in one
+512-token window, a long tail of multi-page documents does not, and a few run to thousands
+of tokens.
 
     python -m corpus.doc_type --n 50 --seed 7 --out samples/
 """
@@ -16,10 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from corpus.commercial import delivery_note, invoice, purchase_order, quotation
+from corpus.commercial import invoice, purchase_order, quotation
 from corpus.contract import contract
+from corpus.delivery import delivery_note
 from corpus.layout import ocr_noise
 from corpus.receipt import receipt
+from corpus.text_layer import text_layer
 
 # The model's label order (logit i is LABELS[i]); never reorder, only append.
 LABELS: tuple[str, ...] = (
@@ -41,6 +44,11 @@ _WRITERS: dict[str, Callable[[random.Random], str]] = {
 }
 
 
+# The share of documents read back as a PDF text layer or OCR gives them (corpus.text_layer):
+# uploads are files more often than typed text, and extraction loses the layout.
+TEXT_LAYER_SHARE = 0.4
+
+
 @dataclass(frozen=True)
 class LabelledDocument:
     """One synthetic document and its true class."""
@@ -55,7 +63,10 @@ def document(seed: int, i: int, label: str) -> LabelledDocument:
     # A string seed is hashed with SHA-512 by `random`, so it is stable across processes
     # (unlike hash()) and every document has its own independent stream.
     rng = random.Random(f"docq-corpus:{seed}:{i}")
-    text = ocr_noise(rng, _WRITERS[label](rng))
+    text = _WRITERS[label](rng)
+    if rng.random() < TEXT_LAYER_SHARE:
+        text = text_layer(rng, text)
+    text = ocr_noise(rng, text)
     return LabelledDocument(id=f"doc-{seed}-{i:06d}", text=text, label=label)
 
 

@@ -8,10 +8,22 @@ from collections.abc import Sequence
 from corpus.fakes import Party
 
 
-def table(rng: random.Random, header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Render a table the ways OCR engines return them: padded columns, pipes or tabs."""
-    style = rng.choice(("pad", "pad", "pipe", "tab", "loose"))
+def table(
+    rng: random.Random,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    grid: float = 0.0,
+) -> list[str]:
+    """Render a table the ways OCR engines return them: padded columns, pipes or tabs.
+
+    With probability `grid` it is drawn as a ruled grid instead, as text exports of
+    bordered tables read (`grid=0` draws nothing more from `rng`: old corpora stay as
+    they were).
+    """
     all_rows = [list(header), *[list(r) for r in rows]]
+    if grid and rng.random() < grid:
+        return ruled(all_rows)
+    style = rng.choice(("pad", "pad", "pipe", "tab", "loose"))
     if style == "pad":
         widths = [max(len(r[i]) for r in all_rows) for i in range(len(header))]
         return [
@@ -34,6 +46,21 @@ def party_block(rng: random.Random, p: Party, title: str | None = None) -> list[
     return lines
 
 
+def ruled(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows drawn as a grid of ASCII rules, the first row ruled off as the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    lines = [f"| {' | '.join(c.ljust(w) for c, w in zip(r, widths, strict=True))} |" for r in rows]
+    return [rule, lines[0], rule, *lines[1:], rule]
+
+
+def boxed(lines: Sequence[str]) -> list[str]:
+    """`lines` drawn in a box of ASCII rules, as text exports of framed receipts read."""
+    width = max((len(line) for line in lines), default=0)
+    rule = "+" + "-" * (width + 2) + "+"
+    return [rule, *(f"| {line.ljust(width)} |" for line in lines), rule]
+
+
 def side_by_side(left: list[str], right: list[str], width: int = 44) -> list[str]:
     """Two blocks printed next to each other, as OCR reads two-column letterheads."""
     n = max(len(left), len(right))
@@ -42,15 +69,22 @@ def side_by_side(left: list[str], right: list[str], width: int = 44) -> list[str
     return [f"{a.ljust(width)}{b}".rstrip() for a, b in zip(left, right, strict=True)]
 
 
-def paginate(rng: random.Random, lines: list[str], header: str, lines_per_page: int) -> list[str]:
+def paginate(
+    rng: random.Random,
+    lines: list[str],
+    header: str,
+    lines_per_page: int,
+    footer: Sequence[str] = (),
+) -> list[str]:
     """Cut a long document into pages, repeating a running header and a page footer.
 
     Multi-page business documents repeat their type and number on every page, which is
     also what lets a classifier label a window from the middle of a long document.
+    `footer` (a company's registration and bank lines, corpus.footer) ends every page.
     """
     pages = [lines[i : i + lines_per_page] for i in range(0, len(lines), lines_per_page)] or [[]]
     if len(pages) == 1:
-        return lines
+        return [*lines, "", *footer] if footer else lines
     total = len(pages)
     footer_style = rng.choice(("Page {i} of {n}", "- {i} -", "Page {i}/{n}", "{i}/{n}"))
     out: list[str] = []
@@ -58,6 +92,7 @@ def paginate(rng: random.Random, lines: list[str], header: str, lines_per_page: 
         if i > 1:
             out += ["", header + ("  (continued)" if rng.random() < 0.3 else ""), ""]
         out += page
+        out += ["", *footer] if footer else []
         out += ["", footer_style.format(i=i, n=total), "\f" if rng.random() < 0.5 else ""]
     return out
 
