@@ -422,4 +422,6 @@ FP8_PRODUCTS = ("qkv", "out", "up", "down")  # serving/runtimes/flat.py's PRODUC
 def _check_fp8_products(spec: str) -> None:
     names = spec.replace("+", ",").split(",")
     if spec != "all" and (not spec or set(names) - set(FP8_PRODUCTS)):
-        raise ValueError(f"fp8_products must be 'all' or {'+'.join(FP8_PRODUCTS)} parts, not {spec!r}")
+        raise ValueError(
+            f"fp8_products must be 'all' or {'+'.join(FP8_PRODUCTS)} parts, not {spec!r}"
+        )

@@ -116,7 +116,9 @@ def test_fp8_products_keep_the_others_in_the_stream_dtype(
         model = flat(runtime, version, "CPU", dtype="fp8", fp8_products=products)
         layer = model.flat.layers[0]
         got = {n for n in ("qkv", "out", "up", "down") if getattr(layer, n).fp8}
-        assert got == ({"qkv", "out", "up", "down"} if products == "all" else set(products.split("+")))
+        assert got == (
+            {"qkv", "out", "up", "down"} if products == "all" else set(products.split("+"))
+        )
         outs[products] = served(model, requests)
     fp16 = served(flat(runtime, version, "CPU"), requests)
     for products in ("qkv+out+up", "qkv"):
