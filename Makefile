@@ -93,8 +93,9 @@ model: $(MODEL) $(LANG_MODEL)
 train: install
 	$(BIN)/python -m conversion.demos --train
 
-# Both in one process (conversion/demos.py says why); either missing rebuilds both.
-$(MODEL) $(LANG_MODEL) &: | $(STAMP)
+# Both in one process (conversion/demos.py says why); either missing, or a committed head
+# newer than the published models (a pull that retrained one), rebuilds both.
+$(MODEL) $(LANG_MODEL) &: conversion/heads/doc-type.safetensors conversion/heads/doc-lang.safetensors | $(STAMP)
 	$(BIN)/python -m conversion.demos
 
 # make bench BENCH_ARGS="--cores 16 --baseline-workers 2,4,8,16 --out bench/pipeline-16c.json"
