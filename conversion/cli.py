@@ -209,6 +209,13 @@ def convert(
             "(exact): where the parity gate refuses tanh, convert with erf."
         ),
     ] = "tanh",
+    attention: Annotated[
+        str,
+        typer.Option(
+            help="torch-gpu flat: the varlen attention kernel, flash (FA2) or cudnn (cuDNN's "
+            "fused kernel, checked against flash at load)."
+        ),
+    ] = "flash",
     fp8_products: Annotated[
         str,
         typer.Option(
@@ -267,6 +274,7 @@ def convert(
         graph_seq_step=graph_seq_step,
         engine=engine,
         gelu=gelu,
+        attention=attention,
         fp8_products=fp8_products,
         fuse=fuse,
     )

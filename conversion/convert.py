@@ -45,6 +45,7 @@ PRECISIONS: dict[str, tuple[str, ...]] = {
 _TORCH_DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp8": "fp8"}
 ENGINES = ("flat", "hf")  # torch-gpu: unpadded BERT-family encoder, or transformers padded
 GELUS = ("erf", "tanh")
+ATTENTIONS = ("flash", "cudnn")  # torch-gpu flat: the varlen attention kernel (docq_flat.py)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,9 @@ class Target:
     # per token cannot hold keeps some in FP16 (fewer FP8 products, less speed, the gate
     # decides).
     fp8_products: str = "all"
+    # torch-gpu flat: the varlen attention kernel, flash (FA2) or cudnn (cuDNN's fused
+    # kernel over the same offsets; checked against flash at load, flash where it differs).
+    attention: str = "flash"
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
@@ -129,6 +133,8 @@ class Target:
         Aggregation(self.aggregation)  # ValueError for an unknown one
         if self.engine not in ENGINES or self.gelu not in GELUS:
             raise ValueError(f"engine must be one of {ENGINES} and gelu one of {GELUS}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention must be one of {ATTENTIONS}")
         if self.dtype == "fp8" and self.engine != "flat":
             raise ValueError("fp8 needs the flat engine")
         if self.fp8_products != "all" and self.dtype != "fp8":
@@ -180,6 +186,7 @@ class Target:
             extra["graph_max_batch"] = str(self.graph_max_batch)
             extra["engine"] = self.engine
             extra["gelu"] = self.gelu
+            extra["attention"] = self.attention
             if self.dtype == "fp8":
                 extra["fp8_products"] = self.fp8_products
         if self.ragged:

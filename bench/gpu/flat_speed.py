@@ -2,16 +2,19 @@
 
 Runs the runtime's own TritonPythonModel (serving/runtimes/torch_gpu.py through
 serving.pb_stub) on (64, 512) full rows and (64, 512) with each 7th row 60% long, for
-the padded transformers engine (hf) and the flat engine in FP16 (erf, tanh GELU) and FP8;
+the padded transformers engine (hf) and the flat engine in FP16 (erf, tanh GELU, tanh with
+cuDNN attention) and FP8;
 median of `--repeat` calls, seq/s and real tokens/s, and each variant's max |logit diff|
 and label agreement against FP32 (TF32 off) on the same batch.
 
     PYTHONPATH=. python3 -m bench.gpu.flat_speed --out $OUT/flat-speed.json
+    PYTHONPATH=. python3 -m bench.gpu.flat_speed --profile --variant flat-fp16-tanh ...
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import tempfile
@@ -22,6 +25,7 @@ import numpy as np
 import torch
 
 from bench.gpu.model import build_checkpoint
+from bench.gpu.profile import kernel_profile
 from bench.gpu.shapes import windows
 from serving import pb_stub
 
@@ -30,6 +34,7 @@ VARIANTS = {
     "hf-fp16": {"engine": "hf"},
     "flat-fp16": {},
     "flat-fp16-tanh": {"gelu": "tanh"},
+    "flat-fp16-tanh-cudnn": {"gelu": "tanh", "attention": "cudnn"},
     "flat-fp8": {"dtype": "fp8"},
 }
 
@@ -45,6 +50,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--variant", action="append", choices=sorted(VARIANTS),
+                    help="only these (default: all)")  # fmt: skip
+    ap.add_argument("--profile", action="store_true",
+                    help="also GPU time by kernel family at 63 x 512 (torch.profiler)")  # fmt: skip
     args = ap.parse_args()
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     kind = "GPU" if device != "cpu" else "CPU"
@@ -73,10 +82,12 @@ def main() -> None:
     result: dict = {"device": torch.cuda.get_device_name(0) if kind == "GPU" else "CPU",
                     "torch": torch.__version__, "variants": {}}  # fmt: skip
     for vname, params in VARIANTS.items():
-        if kind == "CPU" and vname.endswith("tanh"):
+        if (kind == "CPU" and "tanh" in vname) or (args.variant and vname not in args.variant):
             continue
         model = pb_stub.instance(runtime, work, kind, 64, max_seq_len="512", **params)
-        entry = {}
+        entry: dict = {}
+        if model.flat is not None:
+            entry["attention"] = {"kernel": model.flat.attention, "note": model.flat.attention_note}
         for name, reqs in inputs.items():
             requests = [pb_stub.request(i, m) for i, m in reqs]
             outs = model.execute(requests)
@@ -97,6 +108,9 @@ def main() -> None:
                 "label_agreement": float((got.argmax(1) == ref.argmax(1)).mean()),
             }  # fmt: skip
             print(vname, name, entry[name], flush=True)
+            if args.profile and kind == "GPU" and name == "63x512":
+                entry["profile_63x512"] = kernel_profile(functools.partial(model.execute, requests))
+                print(vname, "profile", entry["profile_63x512"], flush=True)
         result["variants"][vname] = entry
         del model
         torch.cuda.empty_cache() if device != "cpu" else None

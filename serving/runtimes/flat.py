@@ -19,6 +19,12 @@ GELU: docq_kernels.py); the residual stream stays FP16, attention BF16, the head
 stay FP16, for a model whose activations one FP8 scale per token cannot hold (the gate
 says which).
 
+`attention` picks the varlen kernel: `flash` (FA2, `varlen_attn`) or `cudnn` (cuDNN's fused
+attention over the same ragged offsets, `aten._cudnn_attention_forward`; its Hopper kernel
+beat FA2 by 3-5% on the padded engine, NOTES.md). A `cudnn` engine checks cuDNN against flash
+at load on a ragged batch laid out as the encoder lays it (q, k, v strided views of the
+fused product) and falls back to flash, saying why, where they differ or cuDNN refuses.
+
 `gelu` picks the FFN's activation: `erf` (the checkpoint's exact GELU) or `tanh` (the
 tanh approximation inside the cuBLASLt epilogue of the first FFN product, one pass fewer
 over a [tokens, 4 x hidden] tensor); the parity gate decides whether tanh may serve.
@@ -50,6 +56,7 @@ except ImportError:  # pragma: no cover - torch before 2.10
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta")
 FP8 = "fp8"
 PRODUCTS = ("qkv", "out", "up", "down")  # a layer's four matrix products, in order
+ATTENTION = ("flash", "cudnn")
 FP8_MAX = 448.0
 TOKEN_ALIGN = 16  # FP8 products need every dimension a multiple of 16: tokens are padded to it
 
@@ -89,6 +96,34 @@ def fp8_products(spec: str) -> frozenset[str]:
     if unknown or not names:
         raise ValueError(f"fp8_products must be 'all' or a comma list of {PRODUCTS}, not {spec!r}")
     return frozenset(names)
+
+
+def cudnn_varlen(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor, cu_k: torch.Tensor,
+    max_q: int, max_k: int,
+) -> torch.Tensor:  # fmt: skip
+    """Attention of ragged `[tokens, heads, dim]` q, k, v over the offsets, through cuDNN."""
+    out = torch.ops.aten._cudnn_attention_forward(
+        q, k, v, None, cu_q, cu_k, max_q, max_k, False, 0.0, False, False
+    )
+    return out[0]  # type: ignore[no-any-return]
+
+
+def cudnn_refused(device: str, heads: int, hidden: int) -> str:
+    """Why cuDNN's varlen attention cannot stand in for flash here ("" when it can): it
+    raises, or differs from flash on sequences of 1, 7, 64, 300 and 512 tokens."""
+    lengths = [1, 7, 64, 300, 512]
+    cu = torch.tensor(np.cumsum([0, *lengths]), dtype=torch.int32, device=device)
+    gen = torch.Generator(device=device).manual_seed(0)
+    qkv = torch.randn((sum(lengths), 3, heads, hidden // heads), generator=gen, device=device)
+    q, k, v = qkv.half().unbind(1)  # strided, as FlatEncoder._attention hands them over
+    try:
+        got = cudnn_varlen(q, k, v, cu, cu, max(lengths), max(lengths))
+        want = varlen_attn(q, k, v, cu, cu, max(lengths), max(lengths))
+    except RuntimeError as exc:
+        return f"cuDNN refused the varlen call: {str(exc).splitlines()[0][:200]}"
+    diff = float((got.float() - want.float()).abs().max())
+    return f"cuDNN differs from flash by {diff:.3g}" if not diff < 1e-2 else ""
 
 
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -167,12 +202,15 @@ class FlatEncoder:
         dtype: torch.dtype | str,
         gelu: str = "erf",
         products: frozenset[str] = frozenset(PRODUCTS),
+        attention: str = "flash",
     ) -> None:
         reason = unsupported(model.config)
         if reason:
             raise ValueError(reason)
         if gelu not in ("erf", "tanh"):
             raise ValueError(f"gelu must be 'erf' or 'tanh', not {gelu!r}")
+        if attention not in ATTENTION:
+            raise ValueError(f"attention must be one of {ATTENTION}, not {attention!r}")
         self.config, self.device, self.gelu = model.config, device, gelu
         self.fp8 = dtype == FP8
         self.p8 = frozenset(products) if self.fp8 else frozenset()
@@ -213,6 +251,10 @@ class FlatEncoder:
         )
         self.head_dtype = head_dtype
         self.varlen = device != "cpu" and varlen_attn is not None and self._varlen_dtype_ok()
+        self.attention, self.attention_note = "flash", ""
+        if attention == "cudnn" and self.varlen:
+            self.attention_note = cudnn_refused(device, self.heads, self.config.hidden_size)
+            self.attention = "flash" if self.attention_note else "cudnn"
 
     def _linear(self, layer: torch.nn.Linear, product: str) -> Linear:
         return Linear(layer.weight, layer.bias, self.dtype, product in self.p8)
@@ -243,7 +285,8 @@ class FlatEncoder:
         tokens = qkv.shape[0]
         q, k, v = qkv.view(tokens, 3, self.heads, -1).unbind(1)
         if self.varlen:
-            out = varlen_attn(q, k, v, cu, cu, longest, longest)
+            attend = cudnn_varlen if self.attention == "cudnn" else varlen_attn
+            out = attend(q, k, v, cu, cu, longest, longest)
             assert isinstance(out, torch.Tensor)  # no auxiliary outputs were asked for
             return out.reshape(tokens, -1)
         # PyTorch's SDPA one sequence at a time (a CPU, or float32 on a GPU).

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -331,7 +332,11 @@ class TritonPythonModel:
                 self.dtype,
                 parameter(config, "gelu", "erf"),
                 flat.fp8_products(parameter(config, "fp8_products", "all")),
+                parameter(config, "attention", "flash"),
             )
+            if self.flat.attention_note:
+                note = self.flat.attention_note  # the stub's stderr goes to tritonserver's log
+                print(f"torch-gpu: attention=cudnn refused, flash runs: {note}", file=sys.stderr)
             self.flat_config = model.config
             del model
             graphs = self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true"

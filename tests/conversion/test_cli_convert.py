@@ -46,3 +46,25 @@ def test_engine_gelu_precision_and_token_budget_reach_the_target(
     result = CliRunner().invoke(cli.app(), [*args[:6], "--engine", "hf"])
     assert isinstance(result.exception, Stop), result.output
     assert seen["target"].engine == "hf"
+
+
+def test_the_attention_kernel_reaches_the_runtime_parameters(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def stage(checkpoint: Path, target: conv.Target, workdir: Path) -> None:
+        seen["target"] = target
+        raise Stop
+
+    monkeypatch.setattr(conv, "stage", stage)
+    args = ["convert", str(tmp_path), "--name", "m", "--runtime", "torch-gpu"]
+    result = CliRunner().invoke(cli.app(), [*args, "--attention", "cudnn"])
+    assert isinstance(result.exception, Stop), result.output
+    extra = seen["target"].classifier_config(2).extra_parameters
+    assert extra["attention"] == "cudnn"
+    assert (
+        conv.Target("m", "torch-gpu").classifier_config(2).extra_parameters["attention"] == "flash"
+    )
+    with pytest.raises(ValueError, match="attention must be one of"):
+        conv.Target("m", "torch-gpu", attention="fa3")

@@ -177,7 +177,40 @@ def test_unsupported_checkpoints_use_the_padded_engine(
     assert model.flat is None and model.model is not None
 
 
+def test_an_unknown_attention_kernel_is_refused(runtime: types.ModuleType, version: Path) -> None:
+    with pytest.raises(ValueError, match="attention must be one of"):
+        flat(runtime, version, "CPU", attention="fa3")
+
+
+def test_cudnn_attention_that_raises_or_differs_from_flash_is_refused(
+    runtime: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = runtime.flat
+    # On a CPU cuDNN has no kernel: the check says so instead of raising.
+    assert module.cudnn_refused("cpu", 4, 64).startswith("cuDNN refused the varlen call")
+    monkeypatch.setattr(module, "varlen_attn", lambda q, k, v, *a: q)
+    monkeypatch.setattr(module, "cudnn_varlen", lambda q, k, v, *a: q + 0.5)
+    assert module.cudnn_refused("cpu", 4, 64).startswith("cuDNN differs from flash by 0.5")
+    monkeypatch.setattr(module, "cudnn_varlen", lambda q, k, v, *a: q + 1e-3)
+    assert module.cudnn_refused("cpu", 4, 64) == ""
+
+
 # --- on a GPU ------------------------------------------------------------------------------
+
+
+@cuda
+def test_cudnn_attention_serves_what_flash_serves(runtime: types.ModuleType, version: Path) -> None:
+    reference_model = flat(runtime, version, "GPU", cuda_graphs="false")
+    eager = flat(runtime, version, "GPU", attention="cudnn", cuda_graphs="false")
+    graphs = flat(runtime, version, "GPU", attention="cudnn", graph_max_batch="2")
+    assert eager.flat.attention == graphs.flat.attention == "cudnn", eager.flat.attention_note
+    small = [windows(3, 40, 11, vocab(version))]
+    for requests in (small, batch(version)):
+        want = served(reference_model, requests)
+        for model in (eager, graphs):
+            for got, w in zip(served(model, requests), want, strict=True):
+                np.testing.assert_allclose(got, w, atol=2e-2)
+                assert (got.argmax(1) == w.argmax(1)).all()
 
 
 @cuda
