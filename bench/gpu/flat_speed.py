@@ -84,7 +84,12 @@ def main() -> None:
     for vname, params in VARIANTS.items():
         if (kind == "CPU" and "tanh" in vname) or (args.variant and vname not in args.variant):
             continue
-        model = pb_stub.instance(runtime, work, kind, 64, max_seq_len="512", **params)
+        try:
+            model = pb_stub.instance(runtime, work, kind, 64, max_seq_len="512", **params)
+        except RuntimeError as exc:  # a variant that cannot load is a result, not the end
+            result["variants"][vname] = {"error": str(exc).splitlines()[0][:300]}
+            print(vname, result["variants"][vname], flush=True)
+            continue
         entry: dict = {}
         if model.flat is not None:
             entry["attention"] = {"kernel": model.flat.attention, "note": model.flat.attention_note}
@@ -114,7 +119,7 @@ def main() -> None:
         result["variants"][vname] = entry
         del model
         torch.cuda.empty_cache() if device != "cpu" else None
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+        args.out.write_text(json.dumps(result, indent=1) + "\n")  # what is done so far
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 #   DEVPACK_TRITON     the trimmed tritonserver folder (bin/, backends/, stubs)
 #   PYTHONPATH         the carried wheels, the trimmed `pytriton` (serving.server finds the
 #                      server through it), then this checkout
-#   LD_LIBRARY_PATH    the host's libpython 3.12 first (the Python-backend stub embeds it)
+#   LD_LIBRARY_PATH    the host's libpython 3.12 first (the Python-backend stub embeds it),
+#                      through links to it alone
 #   PATH               the python3 that holds torch first (the stub takes sys.path from it),
 #                      then Debian's redis-server from .devpack/debs (when packed)
 # Extend it beside pack.py: unpack a new file here, export what it needs.
@@ -20,7 +21,16 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 PY3="$(command -v python3)"
 export DEVPACK_TRITON="$DEVPACK_ROOT/pytriton/tritonserver"
 export PYTHONPATH="$DEVPACK_ROOT/site:$DEVPACK_ROOT:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export LD_LIBRARY_PATH="/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The stub's libpython 3.12 goes first on the loader's path, in a folder of links to it
+# alone: with the whole /usr/lib/x86_64-linux-gnu first, the host's cuDNN 9.14 shadowed the
+# 9.19 that torch bundles ("cuDNN version incompatibility", and cuDNN attention failed in
+# graph capture, 2026-12-03).
+DEVPACK_LIBPYTHON="$DEVPACK_ROOT/libpython"
+mkdir -p "$DEVPACK_LIBPYTHON" || return 1
+for lib in /usr/lib/x86_64-linux-gnu/libpython3.12.so*; do
+    [ -e "$lib" ] && ln -sf "$lib" "$DEVPACK_LIBPYTHON/"
+done
+export LD_LIBRARY_PATH="$DEVPACK_LIBPYTHON${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$(dirname "$PY3"):$PATH"
 export PYTHONUNBUFFERED=1
 
