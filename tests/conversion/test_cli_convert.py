@@ -16,9 +16,9 @@ class Stop(Exception):
     """Raised where the conversion would start: the test only reads the Target."""
 
 
-def test_engine_gelu_precision_and_token_budget_reach_the_target(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What `docq convert` would stage: the Target, under "target" (the conversion stops)."""
     seen: dict[str, Any] = {}
 
     def stage(checkpoint: Path, target: conv.Target, workdir: Path) -> None:
@@ -26,6 +26,12 @@ def test_engine_gelu_precision_and_token_budget_reach_the_target(
         raise Stop
 
     monkeypatch.setattr(conv, "stage", stage)
+    return seen
+
+
+def test_engine_gelu_precision_and_token_budget_reach_the_target(
+    seen: dict[str, Any], tmp_path: Path
+) -> None:
     args = ["convert", str(tmp_path), "--name", "m", "--runtime", "torch-gpu"]
     args += ["--precision", "fp8", "--gelu", "erf", "--max-tokens", "4096"]
     result = CliRunner().invoke(cli.app(), args)
@@ -49,15 +55,8 @@ def test_engine_gelu_precision_and_token_budget_reach_the_target(
 
 
 def test_the_attention_kernel_reaches_the_runtime_parameters(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    seen: dict[str, Any], tmp_path: Path
 ) -> None:
-    seen: dict[str, Any] = {}
-
-    def stage(checkpoint: Path, target: conv.Target, workdir: Path) -> None:
-        seen["target"] = target
-        raise Stop
-
-    monkeypatch.setattr(conv, "stage", stage)
     args = ["convert", str(tmp_path), "--name", "m", "--runtime", "torch-gpu"]
     result = CliRunner().invoke(cli.app(), [*args, "--attention", "cudnn"])
     assert isinstance(result.exception, Stop), result.output
