@@ -34,7 +34,8 @@ from rich.table import Table
 
 from bench.stack import settings_env, tenant_headers
 from corpus.doc_type import generate
-from devstack.services import REPO, api_server, redis_sentinels, redis_server, triton_server
+from devstack.sentinels import redis_sentinels
+from devstack.services import REPO, api_server, redis_server, triton_server
 from docq.config import Settings
 from docq.store.connection import connect
 

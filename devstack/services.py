@@ -10,17 +10,22 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from devstack import stack
 from devstack.stack import REPO
+from docq.model_control import ModelState, statuses
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class LoadFailed(RuntimeError):
+    """A model tritonserver was asked to load failed to load: waiting longer cannot help."""
 
 
 def wait_for(
@@ -33,6 +38,8 @@ def wait_for(
         try:
             if check():
                 return
+        except LoadFailed:
+            raise
         except Exception:
             pass
         time.sleep(0.2)
@@ -65,92 +72,6 @@ def redis_server(workdir: Path, port: int | None = None) -> Iterator[str]:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         stop(proc)
-
-
-@dataclass
-class SentinelGroup:
-    """A running master, its replica and three Sentinels (stack.py's topology)."""
-
-    url: str  # sentinel:// (what DOCQ_REDIS_URL is set to)
-    sentinel_ports: list[int]
-    servers: dict[int, subprocess.Popen] = field(default_factory=dict)  # port -> redis-server
-    data: dict[int, Path] = field(default_factory=dict)  # port -> its data directory
-
-    def master_port(self) -> int | None:
-        """The master's port as the first Sentinel that answers sees it, else None."""
-        import redis
-
-        for port in self.sentinel_ports:
-            try:
-                found = redis.Redis(port=port, socket_timeout=1).sentinel_get_master_addr_by_name(
-                    stack.SENTINEL_MASTER
-                )
-            except redis.RedisError:
-                continue
-            return int(found[1]) if isinstance(found, tuple) else None
-        return None
-
-    def start(self, port: int, replica_of: int | None = None) -> None:
-        """Start the redis-server of `port` (again: on its data), as a replica or not."""
-        argv = (
-            stack.redis(port, self.data[port])
-            if replica_of is None
-            else stack.redis_replica(port, self.data[port], replica_of)
-        )
-        self.servers[port] = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
-
-
-@contextmanager
-def redis_sentinels(workdir: Path, *, down_after_ms: int = 1000) -> Iterator[SentinelGroup]:
-    """stack.py's Sentinel topology on free ports, failing over fast (`down_after_ms`):
-    yields once the replica is in sync and every Sentinel knows the others and the replica."""
-    import redis
-
-    master, replica = free_port(), free_port()
-    group = SentinelGroup(url="", sentinel_ports=[free_port() for _ in range(3)])
-    sentinels = []
-    try:
-        for port, of in ((master, None), (replica, master)):
-            group.data[port] = workdir / f"redis-{port}"
-            group.data[port].mkdir(parents=True, exist_ok=True)
-            group.start(port, of)
-        # Sentinels started once the replica is in sync see it in their first INFO of the
-        # master, instead of the next one, 10 s later.
-        wait_for(
-            lambda: redis.Redis(port=master).info("replication")["slave0"]["state"] == "online",
-            30,
-            "the replica in sync",
-        )
-        config = stack.sentinel_config(
-            master, down_after_ms=down_after_ms, failover_timeout_ms=4 * down_after_ms
-        )
-        for port in group.sentinel_ports:
-            conf = workdir / f"sentinel-{port}.conf"
-            conf.write_text(config)
-            sentinels.append(
-                subprocess.Popen(stack.sentinel(port, conf), stdout=subprocess.DEVNULL)
-            )
-        group.url = stack.sentinel_url(group.sentinel_ports)
-
-        def ready() -> bool:
-            info = redis.Redis(port=master).info("replication")
-            if info.get("slave0", {}).get("state") != "online":
-                return False
-            for port in group.sentinel_ports:
-                seen = redis.Redis(port=port).sentinel_master(stack.SENTINEL_MASTER)
-                if (
-                    not isinstance(seen, dict)
-                    or seen["num-slaves"] < 1
-                    or seen["num-other-sentinels"] < 2
-                ):
-                    return False
-            return True
-
-        wait_for(ready, 30, "the Sentinel topology")
-        yield group
-    finally:
-        for proc in [*sentinels, *group.servers.values()]:
-            stop(proc)
 
 
 @contextmanager
@@ -208,7 +129,13 @@ def triton_server(
         client = grpcclient.InferenceServerClient(url)
 
         def ready() -> bool:
-            return bool(client.is_server_ready()) and all(client.is_model_ready(m) for m in models)
+            if client.is_server_ready() and all(client.is_model_ready(m) for m in models):
+                return True
+            # A model whose load failed stays so: say why now, not after `timeout` (a GPU
+            # bench waited out its load timeout on one, 2026-12-03).
+            if failed := failed_models(client, models):
+                raise LoadFailed(f"tritonserver could not load {failed} (log: {log})")
+            return False
 
         wait_for(ready, timeout, f"tritonserver (log: {log})", proc)
         client.close()
@@ -216,6 +143,18 @@ def triton_server(
     finally:
         stop(proc, 30)
         end_group(proc.pid)
+
+
+def failed_models(client: Any, names: Sequence[str]) -> str:
+    """ "name: reason; ..." for those of `names` whose last load failed ("" when none)."""
+    if not names:
+        return ""
+    found = statuses(client.get_model_repository_index(as_json=True).get("models", []))
+    return "; ".join(
+        f"{n}: {found[n].reason}"
+        for n in names
+        if n in found and found[n].state is ModelState.FAILED
+    )
 
 
 def end_group(pgid: int) -> None:

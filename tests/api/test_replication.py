@@ -14,7 +14,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from devstack.services import SentinelGroup, redis_sentinels
+from devstack.sentinels import SentinelGroup, redis_sentinels
 from docq import keys
 from docq.config import Settings
 from tests.api.conftest import unworked

@@ -10,7 +10,7 @@ import tritonclient.grpc as grpcclient
 from prometheus_client import REGISTRY
 
 from conversion import convert
-from devstack.services import triton_server, wait_for
+from devstack.services import LoadFailed, triton_server, wait_for
 from docq.config import Settings
 from docq.errors import InferenceUnavailable, UnknownModel
 from docq.model_control import (
@@ -253,3 +253,18 @@ def test_without_explicit_control_a_missing_model_is_retried_not_loaded(
     with pytest.raises(InferenceUnavailable, match="not ready"):
         hands_off.ensure_ready("tiny-b")
     assert _state(control, "tiny-b") is not ModelState.READY
+
+
+@pytest.mark.e2e
+def test_a_model_that_fails_to_load_ends_the_wait_with_its_reason(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    target = convert.Target("broken", max_seq_len=64, threads=1)
+    convert.publish(convert.stage(tiny_checkpoint, target, tmp_path / "work"), tmp_path / "repo")
+    (tmp_path / "repo" / "broken" / "1" / "model.onnx").write_bytes(b"not an ONNX graph")
+    # LoadFailed, not the TimeoutError of a wait that lasted the whole 170 s
+    with (
+        pytest.raises(LoadFailed, match=r"could not load broken: \S"),
+        triton_server(tmp_path / "repo", tmp_path / "triton.log", models=["broken"], timeout=170),
+    ):
+        pass

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from devstack.services import SentinelGroup, redis_sentinels
+from devstack.sentinels import SentinelGroup, redis_sentinels
 from docq import keys
 from docq.config import Settings
 from docq.errors import NotReplicated
