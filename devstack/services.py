@@ -25,7 +25,13 @@ def free_port() -> int:
 
 
 class LoadFailed(RuntimeError):
-    """A model tritonserver was asked to load failed to load: waiting longer cannot help."""
+    """Models tritonserver was asked to load failed to load: waiting longer cannot help.
+    `failed`: each one's name and Triton's reason."""
+
+    def __init__(self, failed: dict[str, str], log: Path) -> None:
+        reasons = "; ".join(f"{name}: {reason}" for name, reason in failed.items())
+        super().__init__(f"tritonserver could not load {reasons} (log: {log})")
+        self.failed = failed
 
 
 def wait_for(
@@ -134,7 +140,7 @@ def triton_server(
             # A model whose load failed stays so: say why now, not after `timeout` (a GPU
             # bench waited out its load timeout on one, 2026-12-03).
             if failed := failed_models(client, models):
-                raise LoadFailed(f"tritonserver could not load {failed} (log: {log})")
+                raise LoadFailed(failed, log)
             return False
 
         wait_for(ready, timeout, f"tritonserver (log: {log})", proc)
@@ -145,16 +151,13 @@ def triton_server(
         end_group(proc.pid)
 
 
-def failed_models(client: Any, names: Sequence[str]) -> str:
-    """ "name: reason; ..." for those of `names` whose last load failed ("" when none)."""
+def failed_models(client: Any, names: Sequence[str]) -> dict[str, str]:
+    """Those of `names` whose last load failed, and why."""
     if not names:
-        return ""
+        return {}
     found = statuses(client.get_model_repository_index(as_json=True).get("models", []))
-    return "; ".join(
-        f"{n}: {found[n].reason}"
-        for n in names
-        if n in found and found[n].state is ModelState.FAILED
-    )
+    failed = [n for n in names if n in found and found[n].state is ModelState.FAILED]
+    return {n: found[n].reason or "" for n in failed}
 
 
 def end_group(pgid: int) -> None:

@@ -32,6 +32,7 @@ Its parts: the model and its variants (model.py), the requests (shapes.py), the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import tempfile
@@ -45,7 +46,7 @@ from bench.gpu.model import PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.old_runtime import old_runtime
 from bench.gpu.serve_report import show, summarise, targets
 from bench.gpu.shapes import SHAPES, VARIANT_SHAPES, key
-from devstack.services import triton_server
+from devstack.services import LoadFailed, triton_server
 
 IN_FLIGHT = [1, 2, 4, 8, 16, 32, 64]  # the default variant's sweep
 VARIANT_IN_FLIGHT = [8, 16, 32, 64]  # the others': only where batches form
@@ -151,7 +152,20 @@ def main() -> None:
     t = time.perf_counter()
     load = Load(args.processes)  # the clients spawn while the server loads
     try:
-        with triton_server(repo, log, models=names, timeout=args.load_timeout) as url:
+        with contextlib.ExitStack() as running:
+            while True:  # a variant that fails to load is reported, the others measured
+                try:
+                    server = triton_server(repo, log, models=names, timeout=args.load_timeout)
+                    url = running.enter_context(server)
+                except LoadFailed as exc:
+                    if set(exc.failed) >= set(names):
+                        raise
+                    result.setdefault("load_failed", {}).update(exc.failed)
+                    print(f"not served, failed to load: {exc.failed}", flush=True)
+                    names = [n for n in names if n not in exc.failed]
+                    variants = [v for v in variants if v.name in names]
+                    continue
+                break
             result["server_ready_s"] = round(time.perf_counter() - t, 1)
             print(f"tritonserver ready in {result['server_ready_s']} s", flush=True)
             result["served"] = {}

@@ -18,8 +18,8 @@ TARGETS = {
 
 def summarise(result: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per shape: served p50/p95, saturated seq/s, the old runtime, the ratio."""
-    default = result["variants"][0]["name"]
-    served = result["served"][default]
+    default = next(v["name"] for v in result["variants"] if v["name"] in result["served"])
+    served = result["served"][default]  # the first variant that loaded (the sweep's)
     rows_out = []
     for shape in SHAPES:
         name = key(shape)
@@ -94,7 +94,9 @@ def show(result: dict[str, Any]) -> None:
         console.print(
             f"{name}: {t['got']} (target {t['target']}) {'MET' if t['met'] else 'MISSED'}"
         )
-    for v in result["variants"][1:]:
+    for name, reason in result.get("load_failed", {}).items():
+        console.print(f"variant {name} not served, failed to load: {reason.splitlines()[0]}")
+    for v in [v for v in result["variants"] if v["name"] in result["served"]][1:]:
         s = result["served"][v["name"]]
         best = {k: max(x["seq_s"] for x in p["sweep"]) for k, p in s.items() if p["sweep"]}
         lat = {k: p["one_at_a_time"]["p50_ms"] for k, p in s.items() if p["one_at_a_time"]}

@@ -63,3 +63,20 @@ def test_the_report_takes_each_shapes_best_level_against_the_old_runtime() -> No
     }
     slow = serve_report.targets(serve_report.summarise(_result(seq_s, 3.0, 200.0)))
     assert not slow["p50_ms_1x512"]["met"] and not slow["ratio_2x512"]["met"]
+
+
+def test_a_variant_that_failed_to_load_is_reported_and_the_next_one_summarised(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    seq_s = {"1x256": 900.0, "1x512": 500.0, "2x512": 1500.0, "7x512": 1750.0, "7x512p": 1700.0}
+    result = _result(seq_s, p50_ms=2.0, old_seq_s=100.0)
+    result["variants"] = [{"name": "cudnn", "overrides": {}}, *result["variants"]]
+    result["load_failed"] = {"cudnn": "Internal: AcceleratorError: capture invalidated\nAt: ..."}
+    result["table"] = serve_report.summarise(result)  # the served "d", not the failed first
+    result["targets"] = serve_report.targets(result["table"])
+    result["device"] = "NVIDIA H200"
+    assert result["table"][2]["seq_s"] == 1500.0
+    serve_report.show(result)
+    assert "variant cudnn not served, failed to load: Internal: AcceleratorError" in (
+        capsys.readouterr().out
+    )
