@@ -20,8 +20,8 @@ stay FP16, for a model whose activations one FP8 scale per token cannot hold (th
 says which).
 
 `attention` picks the varlen kernel: `flash` (FA2, `varlen_attn`) or `cudnn` (cuDNN's fused
-attention over the same ragged offsets, `aten._cudnn_attention_forward`; its Hopper kernel
-beat FA2 by 3-5% on the padded engine, NOTES.md). A `cudnn` engine checks cuDNN against flash
+attention over the same ragged offsets, `aten._cudnn_attention_forward`; a 2026-12-01 run
+had it 3-5% ahead of FA2 on the padded engine, NOTES.md). A `cudnn` engine checks it against flash
 at load on a ragged batch laid out as the encoder lays it (q, k, v strided views of the
 fused product) and falls back to flash, saying why, where they differ or cuDNN refuses.
 
