@@ -141,6 +141,12 @@ PLATFORMS = [
 ]
 
 
+def xz_tar(out: Path) -> tarfile.TarFile:
+    """`out` opened as a new .tar.xz at XZ (typeshed allows presets 0-9 only: lzma also takes
+    9 | PRESET_EXTREME)."""
+    return tarfile.open(out, "w:xz", preset=XZ)  # type: ignore[call-overload]
+
+
 def needed_libs(libs: Path, binaries: list[Path]) -> list[str]:
     """The files of `libs` that the binaries load, directly or through each other (ldd)."""
     env = {**os.environ, "LD_LIBRARY_PATH": str(libs)}
@@ -163,7 +169,7 @@ def pack_tritonserver(dest: Path) -> Path:
     members.append(root / "python_backend_stubs" / STUB_PYTHON / "triton_python_backend_stub")
     members += [libs / name for name in needed_libs(libs, binaries)]
     out = dest / "tritonserver.tar.xz"
-    with tarfile.open(out, "w:xz", preset=XZ) as tar:
+    with xz_tar(out) as tar:
         for path in members:
             tar.add(path, arcname=str(path.relative_to(SITE)))
         # `import pytriton` finds the trimmed folder, so serving.server.wheel_root() works
@@ -202,7 +208,7 @@ def install_site(site: Path, pins: list[str], python: str = STUB_PYTHON) -> Path
 
 def site_archive(out: Path, folder: Path) -> Path:
     """`out` (a .tar.xz) of `folder`'s site/ and tessdata/, as remote.sh extracts them."""
-    with tarfile.open(out, "w:xz", preset=XZ) as tar:
+    with xz_tar(out) as tar:
         for top in ("site", "tessdata"):
             if (folder / top).exists():
                 tar.add(folder / top, arcname=top)
@@ -249,7 +255,7 @@ def pack_tree(dest: Path) -> Path:
         ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     out = dest / "tree.tar.xz"
-    with tarfile.open(out, "w:xz", preset=XZ) as tar:
+    with xz_tar(out) as tar:
         for name in tree_files():
             tar.add(REPO / name, arcname=name, recursive=False)
         note = f"HEAD {head}changed from it when packed:\n{status}".encode()
