@@ -19,7 +19,13 @@ records all of them beside the figures:
   tree, its reading children included), so pages per core-second;
 - `cores_needed`: the extraction cores that would keep the GPU as busy as the same run's
   Triton alone kept it (the ceiling phase's windows/s, else the text phase's docq windows/s),
-  `gpu windows/s / windows per page * core-seconds per page`.
+  `gpu windows/s / windows per page * core-seconds per page`. Its windows are the text
+  corpus's (2 per document, most of them full); a page's OCR'd text may make shorter ones,
+  which the unpadded engines compute faster, so it leans low. `cores_needed_by_gpu_time`
+  divides instead by the GPU time Triton spent on these very pages (its compute counter):
+  their own window lengths, but in the small batches of a GPU that few cores feed, which
+  cost more per window than full ones, so it leans low too. Each is a lower bound; the
+  larger is the better one.
 """
 
 from __future__ import annotations
@@ -117,6 +123,11 @@ def add_cores_needed(out: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
     out["gpu_pages_per_s"] = round(windows_s / out["windows_per_page"], 1)
     cores = cores_needed(windows_s, out["windows_per_page"], out["extract_cpu_s_per_page"])
     out["cores_needed"] = round(cores, 1)
+    compute_s = (out.get("triton") or {}).get("compute_s")
+    if compute_s:  # the same from the GPU time these very pages took (their own batches)
+        gpu_s_per_page = compute_s / out["pages"]
+        out["gpu_compute_ms_per_page"] = round(1000 * gpu_s_per_page, 3)
+        out["cores_needed_by_gpu_time"] = round(out["extract_cpu_s_per_page"] / gpu_s_per_page, 1)
     return out
 
 

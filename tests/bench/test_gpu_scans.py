@@ -37,6 +37,10 @@ def test_cores_needed_from_the_same_runs_gpu_capacity() -> None:
     assert got["gpu_pages_per_s"] == 1000.0 and got["cores_needed"] == 2000.0
     assert got["gpu_capacity_from"] == "ceiling (Triton alone)"
     assert scans.cores_needed(700, 1.0, 0.5) == 350
+    # and from the GPU time Triton spent on these pages: 0.5 s for 5 pages, 2 s of reading each
+    timed = scans.add_cores_needed(figures | {"triton": {"compute_s": 0.5}}, {"ceiling": ceiling})
+    assert timed["gpu_compute_ms_per_page"] == 100.0 and timed["cores_needed_by_gpu_time"] == 20.0
+    assert "cores_needed_by_gpu_time" not in got  # no counters, no figure
     # without a ceiling, the text phase's windows/s; without either, no figure at all
     text = scans.add_cores_needed(dict(figures), {"docq": {"windows_per_s": 700.0}})
     assert text["cores_needed"] == 1000.0 and text["gpu_capacity_from"] == "docq text phase"
