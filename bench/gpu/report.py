@@ -63,6 +63,7 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         s["scans_docs_per_s"] = scans.get("docs_per_s")
         s["scans_pages_per_core_s"] = scans.get("pages_per_core_s")
         s["extraction_cores_needed"] = scans.get("cores_needed")
+        s["extraction_cores_needed_by_gpu_time"] = scans.get("cores_needed_by_gpu_time")
     if main and ceiling:
         s["pipeline_efficiency"] = round(main["docs_per_s"] / ceiling["docs_per_s"], 3)
         s["work_ratio"] = round(main["computed_tokens"] / ceiling["computed_tokens"], 4)
@@ -163,7 +164,8 @@ def show(r: dict[str, Any]) -> None:
             f"{scans.get('elapsed_s')} s ({scans.get('docs_per_s')} docs/s), extract CPU "
             f"{scans.get('extract_cpu_s_per_page')} s/page, GPU {scans.get('gpu', {})}; "
             f"{scans.get('cores_needed')} extraction cores would keep the GPU busy at "
-            f"{scans.get('gpu_windows_per_s')} windows/s ({scans.get('gpu_capacity_from')})"
+            f"{scans.get('gpu_windows_per_s')} windows/s ({scans.get('gpu_capacity_from')}), "
+            f"{scans.get('cores_needed_by_gpu_time')} by the GPU time its pages took"
         )
     for who in ("docq", "baseline"):
         long = r.get("long_upload", {}).get(who)
