@@ -1,7 +1,8 @@
 """Does everything the device runs find its packages there? (issue 19, part 5)
 
 The H200 machine reaches no registry: a module it runs may import only what its image has
-(`device-packages.txt`) or what `pack.py` carries (WHEELS, and the trimmed tritonserver).
+(`device-packages.txt`) or what `pack.py` carries (a profile's packages, pack.PROFILES, and the
+trimmed tritonserver).
 `unmet()` follows the imports of the modules the device runs (ENTRY and every docq module
 they import, lazily or not, read with `ast`: nothing is imported here) and the requirements
 of each carried wheel (read from this machine's installed metadata), and names what would
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from bench.gpu.pack import REPO, STUB_PYTHON, WHEELS
+from bench.gpu.pack import PROFILES, REPO, STUB_PYTHON, WHEELS
 
 # What the device runs: the GPU benches, the served runtime (in the Python-backend stub),
 # and what bench.gpu.pipeline starts there (the API, the workers, docq validate).
@@ -35,11 +36,16 @@ NOT_THERE = {
     "tensorrt": "NVIDIA's own index only; conversion.tensorrt says TensorRT is absent",
     "openvino": "doc-type's CPU runtimes: bench.gpu.parity pack-openvino carries it apart",
     "pytriton": "the trimmed tritonserver folder of .devpack/tritonserver.tar.xz",
-    "tesserocr": "OCR's binding; its language data (Debian's tesseract-ocr-eng) is not on the "
-    "device, so docq.extract.ocr answers ocr_unavailable before importing it",
     "docq_execute": "serving/runtimes/execute.py, installed beside the model (runtimes.HELPERS)",
     "docq_flat": "serving/runtimes/flat.py, installed beside the model (runtimes.HELPERS)",
     "docq_kernels": "serving/runtimes/kernels.py, installed beside the model (runtimes.HELPERS)",
+}
+# Excused only where the profile carries no OCR (pack.PROFILES["text"]): without Tesseract's
+# data docq.extract.ocr answers ocr_unavailable before it imports the binding. The scans
+# profile carries both (pack.SCANS_WHEELS, tessdata/), so there tesserocr must be carried.
+OCR_ABSENT = {
+    "tesserocr": "OCR's binding; its language data (Debian's tesseract-ocr-eng) travels only "
+    "with --profile scans, so docq.extract.ocr answers ocr_unavailable before importing it",
 }
 DEVICE_LIST = Path(__file__).with_name("device-packages.txt")
 # Requirement markers as the device's python3 reads them (Python 3.12 on Linux).
@@ -92,13 +98,24 @@ def third_party_imports(entry: tuple[str, ...] = ENTRY) -> dict[str, set[str]]:
     return found
 
 
-def unmet(wheels: list[str] = WHEELS, entry: tuple[str, ...] = ENTRY) -> list[str]:
-    """What the device would not find, one line each (empty: everything is there)."""
+def excused(wheels: list[str]) -> dict[str, str]:
+    """NOT_THERE, and OCR_ABSENT where `wheels` carry no OCR binding."""
+    return NOT_THERE if "tesserocr" in carried(wheels) else NOT_THERE | OCR_ABSENT
+
+
+def unmet(
+    wheels: list[str] = WHEELS,
+    entry: tuple[str, ...] = ENTRY,
+    allowed: dict[str, str] | None = None,
+) -> list[str]:
+    """What the device would not find, one line each (empty: everything is there);
+    `allowed`: the imports excused (default: excused(wheels))."""
     there = device_packages() | carried(wheels)
     distributions = md.packages_distributions()
     problems = []
+    allowed = excused(wheels) if allowed is None else allowed
     for top, users in sorted(third_party_imports(entry).items()):
-        if top in NOT_THERE:
+        if top in allowed:
             continue
         names = distributions.get(top)
         if not names:
@@ -106,7 +123,7 @@ def unmet(wheels: list[str] = WHEELS, entry: tuple[str, ...] = ENTRY) -> list[st
         elif not {canonical(n) for n in names} & there:
             problems.append(
                 f"import {top} ({', '.join(sorted(users))}): {names[0]} is neither on the "
-                "device (device-packages.txt) nor carried (pack.WHEELS)"
+                "device (device-packages.txt) nor carried (pack.PROFILES)"
             )
     for pin in wheels:  # what each carried wheel needs, there
         requirement = Requirement(pin)
@@ -120,7 +137,7 @@ def unmet(wheels: list[str] = WHEELS, entry: tuple[str, ...] = ENTRY) -> list[st
 
 
 def main() -> None:
-    problems = unmet()
+    problems = [f"{name}: {line}" for name, pins in PROFILES.items() for line in unmet(pins)]
     for line in problems:
         print(line)
     if problems:

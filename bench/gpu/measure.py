@@ -141,10 +141,13 @@ def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
 
 
 def tiers(cpu_s: dict[str, float]) -> dict[str, float]:
-    """CpuMeter's trees summed by tier: the bulk workers together, the others as they are."""
+    """CpuMeter's trees summed by tier: the bulk workers together, the extract workers
+    together, the others as they are."""
     out: dict[str, float] = {}
     for name, seconds in cpu_s.items():
-        key = "bulk workers" if name.startswith("bulk worker") else name
+        key = name
+        for tier in ("bulk worker", "extract worker"):
+            key = f"{tier}s" if name.startswith(tier) else key
         out[key] = round(out.get(key, 0.0) + seconds, 2)
     return out
 

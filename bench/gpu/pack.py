@@ -2,7 +2,8 @@
 
 The H200 machine reaches no registry and has python3 3.12 with torch, transformers,
 numpy 2, grpcio, protobuf, rich and typer (the device README's KINDS.md lists the rest).
-Everything else travels with the call, 64 MiB at most in all:
+Everything else travels with the call, 64 MiB at most in all, the working tree included
+(`budget()` refuses a pack that would not fit):
 
 - `tritonserver.tar.xz`: the tritonserver of the installed nvidia-pytriton wheel, trimmed
   to what runs it (README, Platform notes): `bin/`, `backends/python`, the
@@ -10,37 +11,54 @@ Everything else travels with the call, 64 MiB at most in all:
   binary and the Python backend; the other stubs and the bundled libpython 3.13 stay here.
   The layout of site-packages is kept, so the binaries' RPATHs find their libraries, with
   an empty `pytriton/__init__.py`: on PYTHONPATH, `serving.server` finds the server there.
-- `wheels/`: cp312 manylinux wheels of the Python packages named in WHEELS.
+- `site.tar.xz`: the Python packages of the profile (WHEELS; `--profile scans` adds
+  SCANS_WHEELS), installed here for cp312 (`pip install --target`) and packed as one
+  archive of their files, `site/…`: xz over the whole folder packs 22.8 MB of zip wheels
+  into 14.7 MB. `--profile scans` adds Tesseract's English data (`tessdata/`, from Debian's
+  tesseract-ocr-eng). `--wheels` carries the wheels themselves instead, in `wheels/` (the
+  older form; remote.sh installs them when no site.tar.xz is there).
 - `debs/`: Debian's redis-server (the packages named in DEBS: the server and the
   libraries `ldd` names for it), unpacked there into a folder of their own, never into
   `/`; remote.sh puts on the loader's path only the libraries the device lacks.
+- `scans/` (`--profile scans`): SCANS["n"] scanned documents, 300 dpi A4, black and white,
+  as TIFF (corpus.render: about 44 KB and 1.3 pages each), and their labels.json; the
+  device cannot render them (no fpdf2), bench.gpu.scans uploads them.
 - `tree.tar.xz` (`--tree`): this checkout's files as they are now, tracked and untracked
   but not ignored, with TREE.txt (HEAD and the files changed from it). The working tree
   travels with every call as it is at that moment, while others edit it; a run that must
   be the one rehearsed unpacks this copy and runs there (bench/gpu/RESULTS-pipeline.md).
 
-    .venv/bin/python -m bench.gpu.pack            # then: run(..., carry=[".devpack"])
+    .venv/bin/python -m bench.gpu.pack [--profile scans]   # then: run(..., carry=[".devpack"])
 
-On the device, `source bench/gpu/remote.sh` unpacks both into /tmp and sets the paths.
+On the device, `source bench/gpu/remote.sh` unpacks them into /tmp and sets the paths.
 To carry more (another script's dependencies), add pins to WHEELS, or a function that
-writes into DEVPACK, and call it from main().
+writes into DEVPACK, and call it from main(). `--python 3.11 --site-only --devpack DIR`
+builds the same site archive for this machine's python, to rehearse it here.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import lzma
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
+
+from bench.gpu.pack_scans import SCANS, SCANS_WHEELS, render_scans, tessdata
 
 REPO = Path(__file__).resolve().parents[2]
 DEVPACK = REPO / ".devpack"
 SITE = REPO / ".venv" / "lib" / "python3.11" / "site-packages"
 STUB_PYTHON = "3.12"  # the device's python3
 LIMIT_MIB = 64  # the run tool's limit for the working tree and carried paths together
+# Left free under it: the tree grows by the commits made between packing and the call.
+MARGIN_MIB = 1
+XZ = 9 | lzma.PRESET_EXTREME  # 7% smaller than preset 6 on the server (26.9 -> 25.0 MB)
 
 # Missing on the device, each pinned to the version this checkout is tested with. Only
 # what runs there: the bench and the GPU test need tritonclient (gRPC) and, through
@@ -79,8 +97,8 @@ WHEELS = [
     "uvicorn==0.54.0",
     "swagger-ui-bundle-v2==5.31.0",  # api/docs.py serves the docs' assets from it
     # the extract worker (docq.extract): PDF, DOCX, HTML; lxml and pillow are there already.
-    # Not tesserocr: Tesseract's language data is a Debian package the device lacks, so OCR
-    # is unavailable there (carried.NOT_THERE) and scans fail as ocr_unavailable.
+    # OCR (tesserocr) travels only in the scans profile (SCANS_WHEELS): without it scans
+    # fail there as ocr_unavailable (carried.OCR_ABSENT).
     "pypdfium2==5.15.2",
     "python-docx==1.2.0",
     "selectolax==1.0.2",
@@ -108,6 +126,8 @@ DEBS = [
     "libzstd1",
 ]
 
+PROFILES = {"text": WHEELS, "scans": WHEELS + SCANS_WHEELS}
+
 INIT = (
     '''"""nvidia-pytriton's tritonserver folder only, trimmed by docq's bench/gpu/pack.py."""\n'''
 )
@@ -119,6 +139,12 @@ PLATFORMS = [
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
 ]
+
+
+def xz_tar(out: Path) -> tarfile.TarFile:
+    """`out` opened as a new .tar.xz at XZ (typeshed allows presets 0-9 only: lzma also takes
+    9 | PRESET_EXTREME)."""
+    return tarfile.open(out, "w:xz", preset=XZ)  # type: ignore[call-overload]
 
 
 def needed_libs(libs: Path, binaries: list[Path]) -> list[str]:
@@ -143,7 +169,7 @@ def pack_tritonserver(dest: Path) -> Path:
     members.append(root / "python_backend_stubs" / STUB_PYTHON / "triton_python_backend_stub")
     members += [libs / name for name in needed_libs(libs, binaries)]
     out = dest / "tritonserver.tar.xz"
-    with tarfile.open(out, "w:xz", preset=6) as tar:
+    with xz_tar(out) as tar:
         for path in members:
             tar.add(path, arcname=str(path.relative_to(SITE)))
         # `import pytriton` finds the trimmed folder, so serving.server.wheel_root() works
@@ -155,14 +181,48 @@ def pack_tritonserver(dest: Path) -> Path:
     return out
 
 
-def download_wheels(dest: Path, pins: list[str]) -> None:
-    """cp312 manylinux wheels of `pins`, no dependencies (each one is pinned above)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    cmd += ["--python-version", STUB_PYTHON, "--implementation", "cp", "-d", str(dest)]
+def _pip_for(python: str) -> list[str]:
+    """pip's options for cp`python` manylinux binaries, no dependencies (each is pinned)."""
+    cmd = ["--no-deps", "--only-binary=:all:", "--python-version", python, "--implementation"]
+    cmd.append("cp")
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
+    return cmd
+
+
+def download_wheels(dest: Path, pins: list[str], python: str = STUB_PYTHON) -> None:
+    """cp312 manylinux wheels of `pins`, no dependencies (each one is pinned above)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", *_pip_for(python), "-d", str(dest)]
     subprocess.run([*cmd, *pins], check=True)
+
+
+def install_site(site: Path, pins: list[str], python: str = STUB_PYTHON) -> Path:
+    """`pins` installed into `site` for cp`python` as the device's pip would (--target)."""
+    shutil.rmtree(site, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-compile", *_pip_for(python)]
+    subprocess.run([*cmd, "--target", str(site), *pins], check=True)
+    shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts naming this python
+    return site
+
+
+def site_archive(out: Path, folder: Path) -> Path:
+    """`out` (a .tar.xz) of `folder`'s site/ and tessdata/, as remote.sh extracts them."""
+    with xz_tar(out) as tar:
+        for top in ("site", "tessdata"):
+            if (folder / top).exists():
+                tar.add(folder / top, arcname=top)
+    return out
+
+
+def pack_site(dest: Path, pins: list[str], python: str = STUB_PYTHON, ocr: bool = False) -> Path:
+    """site.tar.xz: site/ (the packages of `pins` for cp`python`) and, with `ocr`, tessdata/;
+    extracted into one folder, it is the layout remote.sh puts on PYTHONPATH."""
+    with tempfile.TemporaryDirectory() as tmp:
+        install_site(Path(tmp) / "site", pins, python)
+        if ocr:
+            tessdata(Path(tmp))
+        return site_archive(dest / "site.tar.xz", Path(tmp))
 
 
 def download_debs(dest: Path, names: list[str]) -> None:
@@ -173,15 +233,21 @@ def download_debs(dest: Path, names: list[str]) -> None:
     subprocess.run(["apt-get", "download", *names], cwd=dest, check=True)
 
 
-def pack_tree(dest: Path) -> Path:
-    """tree.tar.xz: the checkout's files now (git ls-files: tracked and untracked, not
-    ignored) and TREE.txt naming HEAD and what differs from it."""
+def tree_files(repo: Path = REPO) -> list[str]:
+    """The checkout's files that travel with a call: tracked and untracked, not ignored."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
+        cwd=repo,
         capture_output=True,
         check=True,
     ).stdout.split(b"\0")
+    # a deleted file is still listed until committed
+    return sorted(n.decode() for n in listed if n and (repo / n.decode()).is_file())
+
+
+def pack_tree(dest: Path) -> Path:
+    """tree.tar.xz: the checkout's files now (tree_files) and TREE.txt naming HEAD and what
+    differs from it."""
     status = subprocess.run(
         ["git", "status", "--short"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
@@ -189,10 +255,9 @@ def pack_tree(dest: Path) -> Path:
         ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     out = dest / "tree.tar.xz"
-    with tarfile.open(out, "w:xz", preset=6) as tar:
-        for name in sorted(n.decode() for n in listed if n):
-            if (REPO / name).is_file():  # a deleted file is still listed until committed
-                tar.add(REPO / name, arcname=name, recursive=False)
+    with xz_tar(out) as tar:
+        for name in tree_files():
+            tar.add(REPO / name, arcname=name, recursive=False)
         note = f"HEAD {head}changed from it when packed:\n{status}".encode()
         info = tarfile.TarInfo("TREE.txt")
         info.size, info.mode = len(note), 0o644
@@ -200,23 +265,58 @@ def pack_tree(dest: Path) -> Path:
     return out
 
 
+def budget(devpack: Path, repo: Path = REPO, limit_mib: float = LIMIT_MIB) -> tuple[bool, str]:
+    """Whether `devpack` and the working tree fit one call's limit, less MARGIN_MIB; and the
+    sizes, as a line to print."""
+    packed = sum(p.stat().st_size for p in devpack.rglob("*") if p.is_file())
+    tree = sum((repo / name).stat().st_size for name in tree_files(repo))
+    total = (packed + tree) / 2**20
+    line = (
+        f"{devpack.name}: {packed / 2**20:.1f} MiB, the working tree {tree / 2**20:.1f} MiB: "
+        f"{total:.1f} MiB of the call's {limit_mib:g} (kept free: {MARGIN_MIB})"
+    )
+    return total <= limit_mib - MARGIN_MIB, line
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", choices=PROFILES, default="text", help="scans: OCR and scans")
     ap.add_argument("--skip-server", action="store_true", help="keep the packed server")
     ap.add_argument("--tree", action="store_true", help="only tree.tar.xz, the checkout now")
+    ap.add_argument("--wheels", action="store_true", help="wheels/, not site.tar.xz (text only)")
+    ap.add_argument("--site-only", action="store_true", help="only site.tar.xz")
+    ap.add_argument("--python", default=STUB_PYTHON, help="the site's python (3.11: this one)")
+    ap.add_argument("--devpack", type=Path, default=DEVPACK, help="the folder to fill")
     args = ap.parse_args()
-    DEVPACK.mkdir(exist_ok=True)
+    dest: Path = args.devpack
+    dest.mkdir(parents=True, exist_ok=True)
+    scans = args.profile == "scans"
+    if args.wheels and scans:
+        sys.exit("--profile scans carries Tesseract's data in site.tar.xz: leave out --wheels")
     if args.tree:
-        print(f"packed {pack_tree(DEVPACK)}")
-        return
-    if not args.skip_server or not (DEVPACK / "tritonserver.tar.xz").exists():
-        print(f"packed {pack_tritonserver(DEVPACK)}")
-    download_wheels(DEVPACK / "wheels", WHEELS)
-    download_debs(DEVPACK / "debs", DEBS)
-    total = sum(p.stat().st_size for p in DEVPACK.rglob("*") if p.is_file())
-    print(f".devpack: {total / 2**20:.1f} MiB (the call's limit, with the tree: {LIMIT_MIB})")
-    if total > (LIMIT_MIB - 8) * 2**20:
-        sys.exit(".devpack leaves too little of the call's 64 MiB for the working tree")
+        print(f"packed {pack_tree(dest)}")
+    elif args.site_only:
+        print(f"packed {pack_site(dest, PROFILES[args.profile], args.python, ocr=scans)}")
+    else:
+        if not args.skip_server or not (dest / "tritonserver.tar.xz").exists():
+            print(f"packed {pack_tritonserver(dest)}")
+        # one form of the packages at a time, and scans only in their profile: what is in
+        # the folder is what travels and what the budget counts
+        if args.wheels:
+            (dest / "site.tar.xz").unlink(missing_ok=True)
+            download_wheels(dest / "wheels", WHEELS)
+        else:
+            shutil.rmtree(dest / "wheels", ignore_errors=True)
+            print(f"packed {pack_site(dest, PROFILES[args.profile], args.python, ocr=scans)}")
+        download_debs(dest / "debs", DEBS)
+        if scans:
+            print(f"rendered {render_scans(dest, SCANS['n'], SCANS['seed'])}")
+        else:
+            shutil.rmtree(dest / "scans", ignore_errors=True)
+    fits, line = budget(dest)
+    print(line)
+    if not fits:
+        sys.exit(f"{dest} and the working tree would not travel in one call: carry less")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,11 @@ rewritten after each one, so a run cut short keeps what it measured):
 5. scaling: the first `--scaling-docs` documents with 12, 8, 4, 2 and 1 bulk workers
    (workers stopped between points), docs/s, GPU utilisation and worker CPU per point.
 
+With `--scans DIR` (`bench.gpu.pack --profile scans` renders them into .devpack/scans),
+after the ceiling: `--extract-workers` extract workers start and the scans go through as
+files, each `--scan-repeat` times, OCR'd and classified (bench/gpu/scans.py): docs/s, the
+extract workers' CPU seconds per page and the cores that would keep the GPU busy.
+
 Prints the tables (rich) and writes `--out`. The parts are modules of their own: the
 model (model.py), the stack (stack.py), what is measured besides the clock (measure.py),
 docq's runs (runs.py), the old architecture's (baseline.py) and the report (report.py);
@@ -62,6 +67,7 @@ from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_
 from bench.gpu.model import DEMO_TOKENIZER, MODEL, Variant, build_model
 from bench.gpu.report import console, show, summarise, tree_note
 from bench.gpu.runs import run_bulk, run_scaling, run_triton_rebuilt, upload_long_docq
+from bench.gpu.scans import run_scans
 from bench.gpu.stack import GpuStack
 from corpus.doc_type import generate
 
@@ -95,6 +101,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
     ap.add_argument("--baseline-documents", type=int, default=None, help="default 400 (tiny 40)")
     ap.add_argument("--clients-per-worker", type=int, default=4)
+    ap.add_argument("--scans", type=Path, default=None, help="scans to upload (pack --profile)")
+    ap.add_argument("--scan-docs", type=int, default=None, help="of them (default all; tiny 6)")
+    ap.add_argument("--scan-repeat", type=int, default=None, help="uploads of each (5; tiny 1)")
+    ap.add_argument("--extract-workers", type=int, default=None, help="default cores / 2")
     ap.add_argument("--skip", action="append", default=[], choices=["baseline", "scaling"])
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
     args = ap.parse_args(argv)
@@ -106,6 +116,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "long_documents": 40 if tiny else 1000,
         "baseline_workers": [1, 2] if tiny else [1, 2, 4, 8],
         "baseline_documents": 40 if tiny else 400,
+        "scan_docs": 6 if tiny else None,
+        "scan_repeat": 1 if tiny else 5,
+        "extract_workers": 1 if tiny else max(1, (os.cpu_count() or 2) // 2),
     }
     for key, value in defaults.items():
         if getattr(args, key) is None:
@@ -220,6 +233,15 @@ def main(argv: list[str] | None = None) -> None:
             if budget.allows(30 + 1.5 * r["docq"].get("elapsed_s", 30), "ceiling"):
                 r["ceiling"] = phase("ceiling", ceiling, timeout=180) or {}
                 r["padding"] = r["ceiling"].get("padding", {})
+            if args.scans and budget.allows(60, "scans"):
+
+                def scans() -> dict[str, Any]:
+                    n, repeat, workers = args.scan_docs, args.scan_repeat, args.extract_workers
+                    out = run_scans(stack, args.scans, n, repeat, workers, sampler, r)
+                    console.print(f"scans: {out | {'cpu_s': '...'}}")
+                    return out
+
+                r["scans"] = phase("scans", scans, timeout=300) or {}
             r["rebuilt"] = []
             for shard in args.rebuilt_shards or [args.shard_size]:
                 if budget.allows(45, f"Triton alone on worker-like batches of {shard}-doc shards"):

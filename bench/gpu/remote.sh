@@ -1,8 +1,10 @@
 # Sourced on the device machine from the repository root: `source bench/gpu/remote.sh`.
 # Unpacks what bench/gpu/pack.py put in .devpack/ into /tmp and sets the paths for it:
 #   DEVPACK_TRITON     the trimmed tritonserver folder (bin/, backends/, stubs)
-#   PYTHONPATH         the carried wheels, the trimmed `pytriton` (serving.server finds the
-#                      server through it), then this checkout
+#   PYTHONPATH         the carried packages (site.tar.xz's site/, or the wheels installed),
+#                      the trimmed `pytriton` (serving.server finds the server through it),
+#                      then this checkout
+#   DOCQ_EXTRACT_TESSDATA_DIR  Tesseract's data (site.tar.xz's tessdata/, --profile scans)
 #   LD_LIBRARY_PATH    the host's libpython 3.12 first (the Python-backend stub embeds it),
 #                      through links to it alone
 #   PATH               the python3 that holds torch first (the stub takes sys.path from it),
@@ -15,8 +17,15 @@ mkdir -p "$DEVPACK_ROOT/site" || return 1
 if [ -f "$DEVPACK_DIR/tritonserver.tar.xz" ]; then  # not carried for CPU-only runs
     tar -xJf "$DEVPACK_DIR/tritonserver.tar.xz" -C "$DEVPACK_ROOT" || return 1
 fi
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$DEVPACK_ROOT/site" "$DEVPACK_DIR"/wheels/*.whl || return 1
+if [ -f "$DEVPACK_DIR/site.tar.xz" ]; then  # the packages installed, as one archive: site/
+    tar -xJf "$DEVPACK_DIR/site.tar.xz" -C "$DEVPACK_ROOT" || return 1
+else  # the older form (pack.py --wheels): the wheels themselves
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target "$DEVPACK_ROOT/site" "$DEVPACK_DIR"/wheels/*.whl || return 1
+fi
+if [ -d "$DEVPACK_ROOT/tessdata" ]; then  # --profile scans: Tesseract's data, for OCR
+    export DOCQ_EXTRACT_TESSDATA_DIR="$DEVPACK_ROOT/tessdata"
+fi
 
 PY3="$(command -v python3)"
 export DEVPACK_TRITON="$DEVPACK_ROOT/pytriton/tritonserver"

@@ -20,7 +20,7 @@ from devstack.services import (
     stop,
     triton_server,
 )
-from devstack.stack import SHARD_THREADS, WORKER_NICE
+from devstack.stack import EXTRACT_THREADS, SHARD_THREADS, WORKER_NICE
 from docq.config import Settings
 
 
@@ -37,6 +37,7 @@ class GpuStack:
     def __init__(self, repo: Path, workdir: Path, shard_size: int) -> None:
         self.repo, self.workdir, self.shard_size = repo, workdir, shard_size
         self._bulk: list[tuple[subprocess.Popen[bytes], int]] = []
+        self._extract: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> GpuStack:
         self._stack = ExitStack()
@@ -101,6 +102,30 @@ class GpuStack:
             os.setpriority(os.PRIO_PROCESS, proc.pid, WORKER_NICE)
             self._bulk.append((proc, port))
 
+    def add_extract_workers(self, n: int) -> None:
+        """Start `n` extract workers (uploaded files read into text: bench.gpu.scans), side by
+        side, as the local stack's `extract` process (EXTRACT_THREADS shards each)."""
+        first = len(self._extract)
+        managers = [
+            celery_worker(
+                {**self.env, "DOCQ_WORKER_METRICS_PORT": str(free_port())},
+                self.workdir / f"extract{first + i}.log",
+                "extract",
+                f"extract{first + i}",
+                EXTRACT_THREADS,
+            )
+            for i in range(n)
+        ]
+        with ThreadPoolExecutor(max(1, n)) as pool:
+            procs = list(pool.map(self._stack.enter_context, managers))
+        for proc in procs:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, WORKER_NICE)
+            self._extract.append(proc)
+
+    @property
+    def extract_workers(self) -> int:
+        return len(self._extract)
+
     def keep_workers(self, n: int) -> None:
         """Stop bulk workers until `n` run (a stopped worker's shards go to the others)."""
         while len(self._bulk) > n:
@@ -125,6 +150,8 @@ class GpuStack:
         for i, (proc, _) in enumerate(self._bulk):
             roots[f"bulk worker {i}"] = proc.pid
         roots["priority worker"] = self.priority.pid
+        for i, proc in enumerate(self._extract):  # with their reading children (docq.extract)
+            roots[f"extract worker {i}"] = proc.pid
         return CpuMeter(roots)
 
     def __exit__(self, *exc: object) -> None:

@@ -29,8 +29,27 @@ def test_lazy_imports_inside_functions_are_followed() -> None:
 def test_the_extract_workers_readers_are_there_or_carried() -> None:
     # docq.extract (issue 21) runs in the extract worker, which bench.gpu.pipeline starts
     # there once workers/ calls extract_isolated: its parsers travel; tesserocr is excused
+    # where the profile carries no OCR (the text profile: scans fail as ocr_unavailable)
     entry = ("docq.extract", "docq.extract.pdf", "docq.extract.docx", "docq.extract.text")
     assert carried.unmet(entry=entry) == []
     found = carried.third_party_imports(entry)
     assert {"pypdfium2", "docx", "selectolax", "PIL", "tesserocr"} <= set(found)
     assert carried.unmet([p for p in pack.WHEELS if not p.startswith("pypdfium2")], entry) != []
+
+
+def test_the_scans_profile_carries_ocr_and_nothing_excuses_it_there() -> None:
+    # bench.gpu.scans (issue 21): the extract workers OCR on the device, so there tesserocr
+    # must travel, and the reason the text profile gives for its absence no longer holds
+    assert carried.unmet(pack.PROFILES["scans"]) == []
+    assert "tesserocr" in carried.excused(pack.PROFILES["text"])
+    assert "tesserocr" not in carried.excused(pack.PROFILES["scans"])
+    assert "bench.gpu.scans" in carried.third_party_imports()["httpx"]
+    # held to the scans profile's excuses, a list that lost the binding is named
+    entry = ("docq.extract.ocr",)
+    assert carried.unmet(pack.PROFILES["scans"], entry, carried.NOT_THERE) == []
+    lost = [p for p in pack.PROFILES["scans"] if not p.startswith("tesserocr")]
+    problems = carried.unmet(lost, entry, carried.NOT_THERE)
+    assert problems == [
+        "import tesserocr (docq.extract.ocr): tesserocr is neither on the device "
+        "(device-packages.txt) nor carried (pack.PROFILES)"
+    ]

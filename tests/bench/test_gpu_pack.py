@@ -1,0 +1,106 @@
+"""bench/gpu/pack.py and remote.sh: the size budget of what a device call carries, and the
+site archive's round trip through the lines remote.sh runs on the device (and the older
+wheels when no archive is there)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bench.gpu import pack
+
+REMOTE = Path(pack.__file__).with_name("remote.sh")
+
+
+def _tree(root: Path, mib: float) -> Path:
+    """A checkout of one untracked file of `mib` MiB (git lists it: it travels)."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    with (root / "big.bin").open("wb") as f:
+        f.truncate(int(mib * 2**20))
+    return root
+
+
+def _devpack(root: Path, mib: float) -> Path:
+    root.mkdir()
+    with (root / "site.tar.xz").open("wb") as f:
+        f.truncate(int(mib * 2**20))  # sparse: its size is what counts, not the disk's
+    return root
+
+
+def test_the_budget_counts_the_tree_and_refuses_what_would_not_travel(tmp_path: Path) -> None:
+    repo = _tree(tmp_path / "repo", 2.0)
+    fits, line = pack.budget(_devpack(tmp_path / "ok", 60.5), repo)  # 62.5 of 64, 1 kept free
+    assert fits, line
+    assert "60.5 MiB, the working tree 2.0 MiB: 62.5 MiB of the call's 64" in line
+    fits, line = pack.budget(_devpack(tmp_path / "over", 61.5), repo)  # 63.5: inside the margin
+    assert not fits, line
+    # the tree alone may tip it: the same .devpack fits beside a smaller checkout
+    assert pack.budget(tmp_path / "over", _tree(tmp_path / "small", 1.0))[0]
+
+
+def _wheel(dest: Path, name: str) -> Path:
+    """A minimal pure-Python wheel of one module `name` (what pip installs --target)."""
+    path = dest / f"{name}-1.0-py3-none-any.whl"
+    info = f"{name}-1.0.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{name}.py", "WHERE = 'wheel'\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        z.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        z.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def _remote(devpack: Path, root: Path, probe: str) -> subprocess.CompletedProcess[str]:
+    """`source remote.sh` as the device runs it (DEVPACK_DIR, DEVPACK_ROOT), then `probe`."""
+    root.mkdir(exist_ok=True)
+    script = f'source "{REMOTE}" || exit 9\n{probe}'
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(root)}
+    env |= {"DEVPACK_DIR": str(devpack), "DEVPACK_ROOT": str(root)}
+    return subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, env=env, cwd=root, timeout=120
+    )
+
+
+PROBE = "python3 -c 'import docqprobe; print(docqprobe.WHERE)'\n"
+PROBE += 'echo "tessdata=$DOCQ_EXTRACT_TESSDATA_DIR"\n'
+
+
+def test_the_site_archive_extracts_to_an_importable_layout_with_tessdata(tmp_path: Path) -> None:
+    folder = tmp_path / "built"
+    (folder / "site" / "docqprobe").mkdir(parents=True)
+    (folder / "site" / "docqprobe" / "__init__.py").write_text("WHERE = 'archive'\n")
+    (folder / "tessdata").mkdir()
+    (folder / "tessdata" / "eng.traineddata").write_bytes(b"\0" * 64)
+    devpack = tmp_path / "devpack"
+    devpack.mkdir()
+    pack.site_archive(devpack / "site.tar.xz", folder)
+    (devpack / "wheels").mkdir()
+    _wheel(devpack / "wheels", "docqprobe")
+    done = _remote(devpack, tmp_path / "root", PROBE)
+    assert done.returncode == 0, done.stderr
+    # the archive wins over the older wheels beside it, and its tessdata/ is what OCR reads
+    assert done.stdout.splitlines() == ["archive", f"tessdata={tmp_path}/root/tessdata"]
+    assert (tmp_path / "root" / "tessdata" / "eng.traineddata").is_file()
+
+
+def test_without_the_archive_remote_sh_installs_the_wheels_as_before(tmp_path: Path) -> None:
+    devpack = tmp_path / "devpack"
+    (devpack / "wheels").mkdir(parents=True)
+    _wheel(devpack / "wheels", "docqprobe")
+    done = _remote(devpack, tmp_path / "root", PROBE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["wheel", "tessdata="]
+
+
+@pytest.mark.parametrize("profile", ["text", "scans"])
+def test_each_profile_names_its_packages_once(profile: str) -> None:
+    names = [pin.split("==")[0].lower() for pin in pack.PROFILES[profile]]
+    assert len(names) == len(set(names))
+    assert ("tesserocr" in names) == (profile == "scans")
