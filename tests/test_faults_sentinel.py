@@ -23,13 +23,8 @@ import httpx
 import pytest
 import redis
 
-from devstack.services import (
-    SentinelGroup,
-    api_server,
-    celery_worker,
-    flower_server,
-    redis_sentinels,
-)
+from devstack.sentinels import SentinelGroup, redis_sentinels
+from devstack.services import api_server, celery_worker, flower_server
 from docq.config import Settings
 from docq.store import open_store
 from tests.conftest import FAULT_DOCUMENTS as DOCUMENTS
