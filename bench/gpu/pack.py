@@ -108,22 +108,16 @@ WHEELS = [
 ]
 
 # Debian packages for redis-server (Debian 12's 7.0.15, as `make up` installs it): the
-# server, whose binary is redis-tools' redis-check-rdb, and the libraries `ldd` names for
-# it (libc6, libstdc++6 and libgcc-s1 left out: every image that runs torch has them).
+# server, whose binary is redis-tools' redis-check-rdb, and those of the libraries `ldd`
+# names for it that the H200 image lacks: remote.sh found only libjemalloc and liblzf
+# missing there (2026-12-03); libssl3, libsystemd0, libgcrypt20 and the compression
+# libraries it has (they were 3.7 MB of the call's 64 MiB).
 DEBS = [
     "redis-server",
     "redis-tools",
     "libjemalloc2",
     "liblzf1",
     "libatomic1",
-    "libssl3",
-    "libsystemd0",
-    "libcap2",
-    "libgcrypt20",
-    "libgpg-error0",
-    "liblz4-1",
-    "liblzma5",
-    "libzstd1",
 ]
 
 PROFILES = {"text": WHEELS, "scans": WHEELS + SCANS_WHEELS}

@@ -103,7 +103,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--clients-per-worker", type=int, default=4)
     ap.add_argument("--scans", type=Path, default=None, help="scans to upload (pack --profile)")
     ap.add_argument("--scan-docs", type=int, default=None, help="of them (default all; tiny 6)")
-    ap.add_argument("--scan-repeat", type=int, default=None, help="uploads of each (5; tiny 1)")
+    ap.add_argument("--scan-repeat", type=int, default=None, help="uploads of each (8; tiny 1)")
     ap.add_argument("--extract-workers", type=int, default=None, help="default cores / 2")
     ap.add_argument("--skip", action="append", default=[], choices=["baseline", "scaling"])
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
@@ -117,7 +117,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "baseline_workers": [1, 2] if tiny else [1, 2, 4, 8],
         "baseline_documents": 40 if tiny else 400,
         "scan_docs": 6 if tiny else None,
-        "scan_repeat": 1 if tiny else 5,
+        "scan_repeat": 1 if tiny else 8,
         "extract_workers": 1 if tiny else max(1, (os.cpu_count() or 2) // 2),
     }
     for key, value in defaults.items():
