@@ -12,6 +12,7 @@ import argparse
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -86,22 +87,47 @@ def train(
     seed: int = 0,
 ) -> list[float]:
     """Fit model.bert.pooler and model.classifier to (states, labels); return epoch losses."""
-    generator = torch.Generator().manual_seed(seed)
     pooler, dropout, classifier = _pooler(model), model.dropout, model.classifier
     params = [*pooler.parameters(), *classifier.parameters()]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    return fit(
+        model,
+        [{"params": params, "lr": lr}],
+        lambda batch: classifier(dropout(torch.tanh(pooler(states[batch])))),
+        labels,
+        epochs=epochs,
+        weight_decay=weight_decay,
+        batch_size=batch_size,
+        seed=seed,
+    )
+
+
+def fit(
+    model: BertForSequenceClassification,
+    groups: list[dict[str, Any]],
+    logits_of: Callable[[torch.Tensor], torch.Tensor],
+    labels: npt.NDArray[np.int64],
+    *,
+    epochs: int,
+    weight_decay: float,
+    batch_size: int,
+    seed: int,
+) -> list[float]:
+    """The demo heads' recipe: AdamW over the parameter `groups` (each with its lr), a cosine
+    schedule, a class-balanced cross entropy of `logits_of(batch indices)` against `labels`,
+    seeded batches; the model in training mode meanwhile. Returns the epoch losses."""
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
     y = torch.from_numpy(labels)
     # Classes with long documents give more windows; weigh classes equally.
-    counts = torch.bincount(y, minlength=classifier.out_features).clamp(min=1).float()
+    counts = torch.bincount(y, minlength=model.classifier.out_features).clamp(min=1).float()
     loss_fn = nn.CrossEntropyLoss(weight=counts.sum() / (len(counts) * counts))
     model.train()
     losses = []
     for _ in range(epochs):
         total = 0.0
         for batch in torch.randperm(len(y), generator=generator).split(batch_size):
-            logits = classifier(dropout(torch.tanh(pooler(states[batch]))))
-            loss = loss_fn(logits, y[batch])
+            loss = loss_fn(logits_of(batch), y[batch])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

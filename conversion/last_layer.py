@@ -23,11 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import torch
-from torch import nn
 from transformers import BertForSequenceClassification
 from transformers.models.bert.modeling_bert import BertLayer
 
-from conversion.head import _pooler
+from conversion.head import _pooler, fit
 from docq.text.packing import pack
 from docq.text.windowing import Window
 
@@ -123,34 +122,25 @@ def train(
     conversion.head.train's recipe (AdamW, cosine schedule, class-balanced loss) with the
     layer as a second parameter group.
     """
-    generator = torch.Generator().manual_seed(seed)
-    layer, classifier = last_layer(model), model.classifier
-    optimizer = torch.optim.AdamW(
+    layer = last_layer(model)
+
+    def logits_of(batch: torch.Tensor) -> torch.Tensor:
+        hidden, mask = collate([inputs[i] for i in batch.tolist()])
+        return head_logits(model, cls_forward(layer, hidden, mask))
+
+    return fit(
+        model,
         [
-            {"params": [*_pooler(model).parameters(), *classifier.parameters()], "lr": lr},
+            {"params": [*_pooler(model).parameters(), *model.classifier.parameters()], "lr": lr},
             {"params": list(layer.parameters()), "lr": layer_lr},
         ],
+        logits_of,
+        labels,
+        epochs=epochs,
         weight_decay=weight_decay,
+        batch_size=batch_size,
+        seed=seed,
     )
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
-    y = torch.from_numpy(labels)
-    counts = torch.bincount(y, minlength=classifier.out_features).clamp(min=1).float()
-    loss_fn = nn.CrossEntropyLoss(weight=counts.sum() / (len(counts) * counts))
-    model.train()
-    losses = []
-    for _ in range(epochs):
-        total = 0.0
-        for batch in torch.randperm(len(y), generator=generator).split(batch_size):
-            hidden, mask = collate([inputs[i] for i in batch.tolist()])
-            loss = loss_fn(head_logits(model, cls_forward(layer, hidden, mask)), y[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(batch)
-        schedule.step()
-        losses.append(total / len(y))
-    model.eval()
-    return losses
 
 
 @torch.inference_mode()
