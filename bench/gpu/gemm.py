@@ -3,13 +3,14 @@ which algorithm choice could close the gap between the K=1,024 products (562-601
 the 2026-12-03 profile) and the down product (866), NOTES.md.
 
 RoBERTa-large's products at 63 x 512 tokens (the saturated batch) and 512 (one window),
-FP16, each timed by CUDA events (median of --repeat) as:
+FP16, each timed by CUDA events (median of --repeat), with the kernel it ran, as:
 
 - `linear`: F.linear, the engine's call (cuBLASLt with the bias in its epilogue);
 - `linear-cublaslt` (or `-cublas`): the same with the other preferred_blas_library;
 - `nn`: the weight stored transposed ([in, out], contiguous), addmm(b, x, Wt);
 - `mm+bias`: the product without bias, then the bias added (no epilogue);
-- `gelu`: the up product's tanh GELU in the epilogue (_addmm_activation), as the engine runs it;
+- `gelu`: the up product's tanh GELU in the epilogue (_addmm_activation), as the engine runs
+  it; `gelu-nn` the same on the transposed weight;
 - `compiled` (with --compile): torch.compile max-autotune-no-cudagraphs, Triton's GEMM
   templates against cuBLAS, autotuned per shape.
 
@@ -27,7 +28,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bench.gpu.profile import cuda_ms
+from bench.gpu.profile import cuda_ms, kernel_profile
 
 HIDDEN = 1024
 PRODUCTS = {"qkv": (HIDDEN, 3 * HIDDEN), "out": (HIDDEN, HIDDEN),
@@ -45,6 +46,7 @@ def ways(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, product: str, compil
     }
     if product == "up":
         out["gelu"] = lambda: torch._addmm_activation(b, x, w.t(), use_gelu=True)
+        out["gelu-nn"] = lambda: torch._addmm_activation(b, x, wt, use_gelu=True)
     if compiled:
         fn = torch.compile(lambda a: F.linear(a, w, b), mode="max-autotune-no-cudagraphs")
         out["compiled"] = lambda: fn(x)
@@ -66,7 +68,9 @@ def measure(repeat: int, compiled: bool) -> dict[str, Any]:
                 except Exception as exc:  # a way this torch cannot run is a result
                     entry[name] = {"error": str(exc).splitlines()[0][:200]}
                     continue
-                entry[name] = {"ms": ms, "tflop_s": round(flop / ms / 1e9, 1)}
+                top = kernel_profile(fn, calls=2).get("top_kernels") or [{}]
+                entry[name] = {"ms": ms, "tflop_s": round(flop / ms / 1e9, 1),
+                               "kernel": top[0].get("name")}  # fmt: skip
             default = torch.backends.cuda.preferred_blas_library()
             other = "cublas" if default == torch._C._BlasBackend.Cublaslt else "cublaslt"
             torch.backends.cuda.preferred_blas_library(other)
