@@ -213,7 +213,7 @@ def convert(
         str,
         typer.Option(
             help="torch-gpu flat: the varlen attention kernel, flash (FA2) or cudnn (cuDNN's "
-            "fused kernel, checked against flash at load)."
+            "fused kernel for the large, eager batches; checked against flash at load)."
         ),
     ] = "flash",
     fp8_products: Annotated[

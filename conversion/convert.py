@@ -117,7 +117,8 @@ class Target:
     # decides).
     fp8_products: str = "all"
     # torch-gpu flat: the varlen attention kernel, flash (FA2) or cudnn (cuDNN's fused
-    # kernel over the same offsets; checked against flash at load, flash where it differs).
+    # kernel over the same offsets, for the eager batches; checked against flash at load, flash
+    # where it differs; the small batches' CUDA graphs run flash, cuDNN cannot be captured).
     attention: str = "flash"
 
     def __post_init__(self) -> None:

@@ -268,7 +268,7 @@ class TokenGraphs:
             self.staging.device_buffer, self.buckets[-1], self.max_windows
         )
         return self.encoder.forward(
-            ids[:tokens], pos[:tokens], cu64.to(torch.int32), first, self.max_len
+            ids[:tokens], pos[:tokens], cu64.to(torch.int32), first, self.max_len, graphed=True
         )
 
     @torch.inference_mode()

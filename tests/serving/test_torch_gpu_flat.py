@@ -195,6 +195,24 @@ def test_cudnn_attention_that_raises_or_differs_from_flash_is_refused(
     assert module.cudnn_refused("cpu", 4, 64) == ""
 
 
+def test_cudnn_attention_runs_eager_calls_and_flash_inside_graphs(
+    runtime: types.ModuleType, version: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuDNN's varlen call cannot be captured on the H200: a forward being captured (the
+    small batches' graphs) must run flash, the eager one the kernel asked for."""
+    module, encoder = runtime.flat, flat(runtime, version, "CPU").flat
+    calls: list[str] = []
+    monkeypatch.setattr(module, "varlen_attn", lambda q, *a: calls.append("flash") or q)
+    monkeypatch.setattr(module, "cudnn_varlen", lambda q, *a: calls.append("cudnn") or q)
+    monkeypatch.setattr(encoder, "varlen", True)
+    monkeypatch.setattr(encoder, "attention", "cudnn")
+    width = encoder.config.hidden_size
+    qkv, cu = torch.zeros((5, 3 * width)), torch.tensor([0, 5], dtype=torch.int32)
+    for graphed in (False, True):
+        assert encoder._attention(qkv, cu, None, 5, graphed).shape == (5, width)
+    assert calls == ["cudnn", "flash"]
+
+
 # --- on a GPU ------------------------------------------------------------------------------
 
 
@@ -202,8 +220,10 @@ def test_cudnn_attention_that_raises_or_differs_from_flash_is_refused(
 def test_cudnn_attention_serves_what_flash_serves(runtime: types.ModuleType, version: Path) -> None:
     reference_model = flat(runtime, version, "GPU", cuda_graphs="false")
     eager = flat(runtime, version, "GPU", attention="cudnn", cuda_graphs="false")
+    # cuDNN runs the eager batches; the graphs of small batches are captured with flash.
     graphs = flat(runtime, version, "GPU", attention="cudnn", graph_max_batch="2")
     assert eager.flat.attention == graphs.flat.attention == "cudnn", eager.flat.attention_note
+    assert graphs.graphs is not None
     small = [windows(3, 40, 11, vocab(version))]
     for requests in (small, batch(version)):
         want = served(reference_model, requests)
