@@ -38,6 +38,7 @@ offsets, the weight layout and the quantization are tested on a CPU.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,22 +114,44 @@ def cudnn_varlen(
 
 def cudnn_refused(device: str, heads: int, hidden: int) -> str:
     """Why cuDNN's varlen attention cannot stand in for flash here ("" when it can): it
-    raises, or differs from flash on sequences of 1, 7, 64, 300 and 512 tokens. Eager calls
-    only: on the H200 (torch 2.11, cuDNN 9.19) the call cannot be captured in a CUDA graph
-    (2026-12-03), so the graphs of small batches always run flash (FlatEncoder.forward)."""
+    raises, differs from flash on sequences of 1, 7, 64, 300 and 512 tokens, or is slower
+    than flash call for call, host time included (torch 2.11 builds its cuDNN graph anew for
+    each ragged call: 50-70 ms against flash's 0.3, on the H200, 2026-12-03). Eager calls
+    only: on the H200 (cuDNN 9.19) the call cannot be captured in a CUDA graph either, so
+    the graphs of small batches always run flash (FlatEncoder.forward)."""
     lengths = [1, 7, 64, 300, 512]
     cu = torch.tensor(np.cumsum([0, *lengths]), dtype=torch.int32, device=device)
     gen = torch.Generator(device=device).manual_seed(0)
     qkv = torch.randn((sum(lengths), 3, heads, hidden // heads), generator=gen, device=device)
     q, k, v = qkv.half().unbind(1)  # strided, as FlatEncoder._attention hands them over
+    args = (q, k, v, cu, cu, max(lengths), max(lengths))
     try:
-        got = cudnn_varlen(q, k, v, cu, cu, max(lengths), max(lengths))
-        want = varlen_attn(q, k, v, cu, cu, max(lengths), max(lengths))
+        got = cudnn_varlen(*args)
+        want = varlen_attn(*args)
         assert isinstance(want, torch.Tensor)  # no auxiliary outputs were asked for
     except RuntimeError as exc:
         return f"cuDNN refused the varlen call: {str(exc).splitlines()[0][:200]}"
     diff = float((got.float() - want.float()).abs().max())
-    return f"cuDNN differs from flash by {diff:.3g}" if not diff < 1e-2 else ""
+    if not diff < 1e-2:
+        return f"cuDNN differs from flash by {diff:.3g}"
+    cudnn_s, flash_s = (_seconds_per_call(fn, args, device) for fn in (cudnn_varlen, varlen_attn))
+    if cudnn_s > 1.25 * flash_s + 2e-4:  # clearly slower: a quarter and 0.2 ms of slack
+        return (
+            f"cuDNN is slower than flash: {cudnn_s * 1e3:.2f} ms a call against {flash_s * 1e3:.2f}"
+        )
+    return ""
+
+
+def _seconds_per_call(fn: Any, args: tuple[Any, ...], device: str, calls: int = 5) -> float:
+    """Wall seconds per call of `fn(*args)` after one warm-up, host work included."""
+    fn(*args)
+    sync = torch.cuda.synchronize if device != "cpu" else (lambda *_: None)
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    sync(device)
+    return (time.perf_counter() - start) / calls
 
 
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,6 +11,7 @@ kernels); on the GPU device, without docq's dependencies or its conftest:
 
 from __future__ import annotations
 
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,13 @@ def test_cudnn_attention_that_raises_or_differs_from_flash_is_refused(
     monkeypatch.setattr(module, "cudnn_varlen", lambda q, k, v, *a: q + 1e-3)
     assert module.cudnn_refused("cpu", 4, 64) == ""
 
+    def slow(q: torch.Tensor, *a: Any) -> torch.Tensor:  # torch 2.11's on the H200: 50-70 ms
+        time.sleep(0.01)
+        return q + 1e-3
+
+    monkeypatch.setattr(module, "cudnn_varlen", slow)
+    assert module.cudnn_refused("cpu", 4, 64).startswith("cuDNN is slower than flash")
+
 
 def test_cudnn_attention_runs_eager_calls_and_flash_inside_graphs(
     runtime: types.ModuleType, version: Path, monkeypatch: pytest.MonkeyPatch
@@ -222,8 +230,10 @@ def test_cudnn_attention_serves_what_flash_serves(runtime: types.ModuleType, ver
     eager = flat(runtime, version, "GPU", attention="cudnn", cuda_graphs="false")
     # cuDNN runs the eager batches; the graphs of small batches are captured with flash.
     graphs = flat(runtime, version, "GPU", attention="cudnn", graph_max_batch="2")
-    assert eager.flat.attention == graphs.flat.attention == "cudnn", eager.flat.attention_note
     assert graphs.graphs is not None
+    for model in (eager, graphs):  # torch 2.11 on the H200: correct, but 50 ms a call
+        note = model.flat.attention_note
+        assert model.flat.attention == "cudnn" or note.startswith("cuDNN is slower"), note
     small = [windows(3, 40, 11, vocab(version))]
     for requests in (small, batch(version)):
         want = served(reference_model, requests)
