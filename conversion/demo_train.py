@@ -10,17 +10,15 @@ anything is exported or gated: the committed file is exactly the model the gates
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 
-import numpy as np
 import torch
 import transformers
 
-from conversion import attestation, last_layer
-from corpus.doc_type import LABELS, LabelledDocument, generate
+from conversion import attestation, head, last_layer
+from corpus.doc_type import LABELS, generate
 from docq.text.tokens import windows_of
-from docq.text.windowing import Window, WindowSpec
+from docq.text.windowing import WindowSpec
 
 TRAIN_DOCS, TRAIN_SEED = 1800, 1001
 # Windows per training document: bounds the encoder's work on long documents while still
@@ -37,22 +35,6 @@ def trained_parameters(model: transformers.BertForSequenceClassification) -> tup
     return (*attestation.HEAD_PARAMETERS, *attestation.layer_parameters(model))
 
 
-def training_windows(
-    docs: list[LabelledDocument], per_doc: list[list[Window]], seed: int
-) -> tuple[list[Window], np.ndarray]:
-    """Each document's first window plus up to WINDOWS_PER_DOC-1 random later ones."""
-    rng = random.Random(seed)
-    windows: list[Window] = []
-    labels: list[int] = []
-    for doc, ws in zip(docs, per_doc, strict=True):
-        chosen = (
-            ws if len(ws) <= WINDOWS_PER_DOC else [ws[0], *rng.sample(ws[1:], WINDOWS_PER_DOC - 1)]
-        )
-        windows += chosen
-        labels += [LABELS.index(doc.label)] * len(chosen)
-    return windows, np.asarray(labels, dtype=np.int64)
-
-
 def train_head(
     model: transformers.BertForSequenceClassification,
     tokenizer: transformers.PreTrainedTokenizerFast,
@@ -65,9 +47,11 @@ def train_head(
     outputs for training windows, rounded to what the head file stores (HEAD_DTYPE);
     return what the record keeps of the run."""
     train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
-    windows, labels = training_windows(
-        train_docs, windows_of(tokenizer, [d.text for d in train_docs], spec), seed
-    )
+    per_doc = windows_of(tokenizer, [d.text for d in train_docs], spec)
+    windows, labels = head.training_windows(
+        [(d.label, ws) for d, ws in zip(train_docs, per_doc, strict=True)],
+        LABELS, WINDOWS_PER_DOC, seed,
+    )  # fmt: skip
     phase("load_and_tokenize")
     log(f"encoding {len(windows)} training windows from {len(train_docs)} documents")
     inputs = last_layer.layer_inputs(model, windows)

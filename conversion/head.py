@@ -35,6 +35,21 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.use_deterministic_algorithms(True)
 
 
+def training_windows(
+    labelled: Sequence[tuple[str, list[Window]]], classes: Sequence[str], most: int, seed: int
+) -> tuple[list[Window], npt.NDArray[np.int64]]:
+    """Each (label, windows) document's first window plus up to `most` - 1 random later
+    ones, and the label index of each window chosen."""
+    rng = random.Random(seed)
+    windows: list[Window] = []
+    labels: list[int] = []
+    for label, ws in labelled:
+        chosen = ws if len(ws) <= most else [ws[0], *rng.sample(ws[1:], most - 1)]
+        windows += chosen
+        labels += [classes.index(label)] * len(chosen)
+    return windows, np.asarray(labels, dtype=np.int64)
+
+
 def classifier(encoder: Path, labels: Sequence[str]) -> BertForSequenceClassification:
     """A sequence classifier on a pretrained encoder, its head untrained, in eval mode."""
     return BertForSequenceClassification.from_pretrained(
