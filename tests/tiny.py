@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def tiny_bert(path: Path, labels: Sequence[str], *, hidden: int = 32, layers: int = 2) -> Path:
-    """Save a `layers`-layer, `hidden`-wide BERT sequence classifier (seeded random weights)."""
+def tiny_bert(
+    path: Path, labels: Sequence[str], *, hidden: int = 32, layers: int = 2, init: float = 0.02
+) -> Path:
+    """Save a `layers`-layer, `hidden`-wide BERT sequence classifier (seeded random weights
+    of standard deviation `init`: at BERT's 0.02 a tiny model's attention is near uniform)."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification
 
@@ -23,6 +26,7 @@ def tiny_bert(path: Path, labels: Sequence[str], *, hidden: int = 32, layers: in
         num_attention_heads=2,
         intermediate_size=2 * hidden,
         max_position_embeddings=512,
+        initializer_range=init,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
@@ -31,7 +35,9 @@ def tiny_bert(path: Path, labels: Sequence[str], *, hidden: int = 32, layers: in
     return path
 
 
-def tiny_roberta(path: Path, labels: Sequence[str], *, hidden: int = 64, layers: int = 2) -> Path:
+def tiny_roberta(
+    path: Path, labels: Sequence[str], *, hidden: int = 64, layers: int = 2, init: float = 0.02
+) -> Path:
     """Save a small random RoBERTa sequence classifier (positions counted from pad + 1)."""
     import torch
     from transformers import RobertaConfig, RobertaForSequenceClassification
@@ -45,6 +51,7 @@ def tiny_roberta(path: Path, labels: Sequence[str], *, hidden: int = 64, layers:
         intermediate_size=2 * hidden,
         max_position_embeddings=130,
         type_vocab_size=1,
+        initializer_range=init,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},

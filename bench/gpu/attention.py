@@ -1,6 +1,7 @@
 """The flat engine's attention kernels side by side on one GPU: flash (FA2, `varlen_attn`)
-against cuDNN's fused attention over the same ragged offsets, RoBERTa-large's 16 heads of
-64, FP16.
+against cuDNN's fused attention over the same ragged offsets, and, where every sequence is
+as long, cuDNN over one `[sequences, length]` block (`cudnn-dense`, what the runtime's
+`attention=cudnn` runs), RoBERTa-large's 16 heads of 64, FP16.
 
 q, k and v are laid out as the encoder hands them over (strided views of one fused
 [tokens, 3 x 1,024] product) and, for cuDNN, also as contiguous copies; each case's
@@ -26,9 +27,21 @@ import torch
 from torch.nn.attention.varlen import varlen_attn
 
 from bench.gpu.profile import cuda_ms
-from serving.runtimes.flat import cudnn_varlen
+from serving.runtimes.flat import blocks, cudnn_dense
 
 HEADS, DIM = 16, 64
+
+
+def cudnn_varlen(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor, cu_k: torch.Tensor,
+    max_q: int, max_k: int,
+) -> torch.Tensor:  # fmt: skip
+    """Attention of ragged `[tokens, heads, dim]` q, k, v over the offsets, through cuDNN
+    (torch 2.11 builds its plan anew every call: 50-70 ms on the H200, 2026-12-03)."""
+    out = torch.ops.aten._cudnn_attention_forward(
+        q, k, v, None, cu_q, cu_k, max_q, max_k, False, 0.0, False, False
+    )
+    return out[0]  # type: ignore[no-any-return]
 
 
 def lengths(name: str) -> list[int]:
@@ -57,7 +70,8 @@ def case(name: str, repeat: int) -> dict[str, Any]:
     lens = lengths(name)
     tokens, longest = sum(lens), max(lens)
     cu = torch.tensor(np.cumsum([0, *lens]), dtype=torch.int32, device="cuda")
-    qkv = torch.randn((tokens, 3, HEADS, DIM), device="cuda", dtype=torch.float16)
+    fused = torch.randn((tokens, 3 * HEADS * DIM), device="cuda", dtype=torch.float16)
+    qkv = fused.view(tokens, 3, HEADS, DIM)
     q, k, v = qkv.unbind(1)
     qc, kc, vc = (t.contiguous() for t in (q, k, v))
     want = varlen_attn(q, k, v, cu, cu, longest, longest)
@@ -69,6 +83,11 @@ def case(name: str, repeat: int) -> dict[str, Any]:
             q.contiguous(), k.contiguous(), v.contiguous(), cu, cu, longest, longest
         ),
     }
+    if len(set(lens)) == 1:  # one block of equal sequences, laid out as the runtime has it
+        n = len(lens)
+        kernels["cudnn-dense"] = lambda: (
+            cudnn_dense(*blocks(fused, HEADS, n, longest)).transpose(1, 2).reshape(q.shape)
+        )
     out: dict[str, Any] = {"tokens": tokens, "sequences": len(lens), "longest": longest}
     for kname, fn in kernels.items():
         try:

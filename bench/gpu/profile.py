@@ -112,6 +112,31 @@ def _kernel_profile(fn: Callable[[], Any], calls: int) -> dict[str, Any]:
         "ms_per_call_by_family": {k: round(v, 3) for k, v in sorted(by_family.items())},
         "ms_per_call_total": round(sum(by_family.values()), 3),
         "top_kernels": [{"ms": round(a, 3), "per_call": b, "name": c} for a, b, c in kernels[:12]],
+        **timeline(prof.events(), calls),
+    }
+
+
+def timeline(events: Any, calls: int) -> dict[str, float]:
+    """Per call of back-to-back calls: how long the GPU was busy (kernels and copies, their
+    union) and how long it sat idle between the first and the last of them: the host time
+    the GPU waited for (inputs, launches, the copy back)."""
+    spans = sorted(
+        (e.time_range.start, e.time_range.end)
+        for e in events
+        if str(getattr(e, "device_type", "")).endswith("CUDA") and e.time_range.end > 0
+    )
+    if not spans:
+        return {}
+    busy, (start, end) = 0.0, spans[0]
+    for a, b in spans[1:]:
+        if a > end:
+            busy, start = busy + end - start, a
+        end = max(end, b)
+    busy += end - start
+    whole = spans[-1][1] - spans[0][0]
+    return {
+        "gpu_busy_ms_per_call": round(busy / 1000 / calls, 3),
+        "gpu_idle_ms_per_call": round((whole - busy) / 1000 / calls, 3),
     }
 
 

@@ -19,14 +19,20 @@ GELU: docq_kernels.py); the residual stream stays FP16, attention BF16, the head
 stay FP16, for a model whose activations one FP8 scale per token cannot hold (the gate
 says which).
 
-`attention` picks the varlen kernel: `flash` (FA2, `varlen_attn`) or `cudnn` (cuDNN's fused
-attention over the same ragged offsets, `aten._cudnn_attention_forward`; a 2026-12-01 run
-had it 3-5% ahead of FA2 on the padded engine, NOTES.md). A `cudnn` engine checks it against flash
-at load on a ragged batch laid out as the encoder lays it (q, k, v strided views of the
-fused product) and falls back to flash, saying why, where they differ, cuDNN refuses, or it
-is slower call for call (torch 2.11 on the H200: 37-52 ms a call against flash's 0.07).
-cuDNN runs the eager (large) batches only: its call cannot be captured in a CUDA graph on
-the H200 (torch 2.11, cuDNN 9.19, 2026-12-03), so the small batches' graphs run flash.
+`attention` picks the attention kernel: `flash` (FA2, `varlen_attn`, over the ragged
+offsets) or `cudnn`: cuDNN's fused attention (its Hopper kernel, 5.1 ms against FA2's 7.5
+for the 24 layers of 63 x 512 on the H200, 2026-12-03) for the windows of a whole window's
+length (`dense_len`, the model's max_seq_len), which the runtime lays out first, as one
+`[windows, length]` block: a shape whose cuDNN plan torch caches (one per window count,
+built at load by `warm_dense`), where cuDNN's ragged call builds its plan anew every call
+(torch 2.11: 50-70 ms a call). Shorter windows run flash, and so do the small batches'
+CUDA graphs. A `cudnn` engine checks cuDNN against flash at load on a block laid out as the
+encoder lays it (q, k, v strided views of the fused product) and falls back to flash,
+saying why, where they differ, cuDNN refuses, or it is slower call for call.
+
+Only each window's first token is read by the classifier, so the last layer runs the rest
+of its work (attention's queries, the output product, the FFN, both norms) for those
+tokens alone: its keys and values still come from every token.
 
 `gelu` picks the FFN's activation: `erf` (the checkpoint's exact GELU) or `tanh` (the
 tanh approximation inside the cuBLASLt epilogue of the first FFN product, one pass fewer
@@ -39,6 +45,7 @@ offsets, the weight layout and the quantization are tested on a CPU.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -102,40 +109,48 @@ def fp8_products(spec: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def cudnn_varlen(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor, cu_k: torch.Tensor,
-    max_q: int, max_k: int,
-) -> torch.Tensor:  # fmt: skip
-    """Attention of ragged `[tokens, heads, dim]` q, k, v over the offsets, through cuDNN."""
-    out = torch.ops.aten._cudnn_attention_forward(
-        q, k, v, None, cu_q, cu_k, max_q, max_k, False, 0.0, False, False
-    )
+def cudnn_dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Attention of equal-length sequences (`[windows, heads, length, dim]` views) through
+    cuDNN; the output is laid out as q is (windows, length, heads, dim in memory)."""
+    out = torch.ops.aten._scaled_dot_product_cudnn_attention(q, k, v, None, False)
     return out[0]  # type: ignore[no-any-return]
 
 
-def cudnn_refused(device: str, heads: int, hidden: int) -> str:
-    """Why cuDNN's varlen attention cannot stand in for flash here ("" when it can): it
-    raises, differs from flash on sequences of 1, 7, 64, 300 and 512 tokens, or is slower
-    than flash call for call, host time included (torch 2.11 builds its cuDNN graph anew for
-    each ragged call: 50-70 ms against flash's 0.3, on the H200, 2026-12-03). Eager calls
-    only: on the H200 (cuDNN 9.19) the call cannot be captured in a CUDA graph either, so
-    the graphs of small batches always run flash (FlatEncoder.forward)."""
-    lengths = [1, 7, 64, 300, 512]
-    cu = torch.tensor(np.cumsum([0, *lengths]), dtype=torch.int32, device=device)
+def blocks(qkv: torch.Tensor, heads: int, windows: int, length: int) -> tuple[torch.Tensor, ...]:
+    """q, k, v of the first `windows` x `length` tokens of a fused `[tokens, 3 x hidden]`
+    product, as `[windows, heads, length, dim]` views (no copy)."""
+    split = windows * length
+    parts = qkv[:split].view(windows, length, 3, heads, -1).unbind(2)
+    return tuple(t.transpose(1, 2) for t in parts)
+
+
+def cudnn_refused(device: str, heads: int, hidden: int, length: int) -> str:
+    """Why cuDNN's attention cannot stand in for flash on blocks of `length`-token windows
+    here ("" when it can): it raises, differs from flash on 3 windows, or is slower than
+    flash call for call, host time included (its ragged call was, 50-70 ms against 0.07 on
+    the H200 with torch 2.11, since it builds its plan every call)."""
+    windows, dim = 3, hidden // heads
+    cu = torch.arange(0, windows * length + 1, length, dtype=torch.int32, device=device)
     gen = torch.Generator(device=device).manual_seed(0)
-    qkv = torch.randn((sum(lengths), 3, heads, hidden // heads), generator=gen, device=device)
-    q, k, v = qkv.half().unbind(1)  # strided, as FlatEncoder._attention hands them over
-    args = (q, k, v, cu, cu, max(lengths), max(lengths))
+    qkv = torch.randn((windows * length, 3 * hidden), generator=gen, device=device).half()
+    q, k, v = qkv.view(-1, 3, heads, dim).unbind(1)  # strided, as FlatEncoder lays them out
+
+    def dense() -> torch.Tensor:
+        return cudnn_dense(*blocks(qkv, heads, windows, length)).transpose(1, 2)
+
+    def flash() -> torch.Tensor:
+        out = varlen_attn(q, k, v, cu, cu, length, length)
+        assert isinstance(out, torch.Tensor)  # no auxiliary outputs were asked for
+        return out.view(windows, length, heads, dim)
+
     try:
-        got = cudnn_varlen(*args)
-        want = varlen_attn(*args)
-        assert isinstance(want, torch.Tensor)  # no auxiliary outputs were asked for
-    except RuntimeError as exc:
-        return f"cuDNN refused the varlen call: {str(exc).splitlines()[0][:200]}"
+        got, want = dense(), flash()
+    except RuntimeError as exc:  # a CPU, or a cuDNN without the kernel
+        return f"cuDNN refused the call: {str(exc).splitlines()[0][:200]}"
     diff = float((got.float() - want.float()).abs().max())
     if not diff < 1e-2:
         return f"cuDNN differs from flash by {diff:.3g}"
-    cudnn_s, flash_s = (_seconds_per_call(fn, args, device) for fn in (cudnn_varlen, varlen_attn))
+    cudnn_s, flash_s = (_seconds_per_call(fn, device) for fn in (dense, flash))
     if cudnn_s > 1.25 * flash_s + 2e-4:  # clearly slower: a quarter and 0.2 ms of slack
         return (
             f"cuDNN is slower than flash: {cudnn_s * 1e3:.2f} ms a call against {flash_s * 1e3:.2f}"
@@ -143,16 +158,38 @@ def cudnn_refused(device: str, heads: int, hidden: int) -> str:
     return ""
 
 
-def _seconds_per_call(fn: Any, args: tuple[Any, ...], device: str, calls: int = 5) -> float:
-    """Wall seconds per call of `fn(*args)` after one warm-up, host work included."""
-    fn(*args)
+def _seconds_per_call(fn: Any, device: str, calls: int = 5) -> float:
+    """Wall seconds per call of `fn()` after one warm-up, host work included."""
+    fn()
     sync = torch.cuda.synchronize if device != "cpu" else (lambda *_: None)
     sync(device)
     start = time.perf_counter()
     for _ in range(calls):
-        fn(*args)
+        fn()
     sync(device)
     return (time.perf_counter() - start) / calls
+
+
+def full_first(
+    ids: np.ndarray, cu: np.ndarray, length: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The windows laid out with those of `length` tokens first, for one cuDNN block.
+
+    Returns ids and offsets in that order, each window's index in it (`order`: the logits
+    come back in the request's order) and how many windows lead; a batch already in that
+    order is returned as it is."""
+    sizes = np.diff(cu)
+    full = sizes == length
+    dense = int(full.sum())
+    if full[:dense].all():  # none, all, or already first
+        return ids, cu, np.arange(sizes.size), dense
+    order = np.concatenate([np.flatnonzero(full), np.flatnonzero(~full)])
+    new_cu = np.zeros_like(cu)
+    np.cumsum(sizes[order], out=new_cu[1:])
+    gather = np.repeat(cu[:-1][order] - new_cu[:-1], sizes[order]) + np.arange(int(cu[-1]))
+    where = np.empty_like(order)
+    where[order] = np.arange(order.size)
+    return ids[gather], new_cu, where, dense
 
 
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,6 +216,10 @@ class Linear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self.weight, self.bias)
+
+    def into(self, x: torch.Tensor, out: torch.Tensor) -> None:
+        """`self(x)` written into `out` (rows of a larger output: no copy to join them)."""
+        torch.addmm(self.bias, x, self.weight.t(), out=out)
 
     def gelu_tanh(self, x: torch.Tensor) -> torch.Tensor:
         """GELU (tanh form) of the product, inside the GEMM's epilogue on CUDA."""
@@ -232,6 +273,7 @@ class FlatEncoder:
         gelu: str = "erf",
         products: frozenset[str] = frozenset(PRODUCTS),
         attention: str = "flash",
+        dense_len: int = 512,
     ) -> None:
         reason = unsupported(model.config)
         if reason:
@@ -280,10 +322,25 @@ class FlatEncoder:
         )
         self.head_dtype = head_dtype
         self.varlen = device != "cpu" and varlen_attn is not None and self._varlen_dtype_ok()
-        self.attention, self.attention_note = "flash", ""
+        self.attention, self.attention_note, self.dense_len = "flash", "", dense_len
         if attention == "cudnn" and self.varlen:
-            self.attention_note = cudnn_refused(device, self.heads, self.config.hidden_size)
+            hidden = self.config.hidden_size
+            self.attention_note = cudnn_refused(device, self.heads, hidden, dense_len)
             self.attention = "flash" if self.attention_note else "cudnn"
+
+    def warm_dense(self, windows: int) -> float:
+        """Build cuDNN's plan for every block of 1 to `windows` full windows (torch caches
+        one per shape; a plan costs tens of milliseconds the first time): seconds taken."""
+        if self.attention != "cudnn":
+            return 0.0
+        start = time.perf_counter()
+        width = 3 * self.config.hidden_size
+        dtype = torch.bfloat16 if "qkv" in self.p8 else self.dtype  # what the qkv product gives
+        qkv = torch.zeros((windows * self.dense_len, width), dtype=dtype, device=self.device)
+        for n in range(1, windows + 1):
+            cudnn_dense(*blocks(qkv, self.heads, n, self.dense_len))
+        torch.cuda.synchronize(self.device)
+        return time.perf_counter() - start
 
     def _linear(self, layer: torch.nn.Linear, product: str) -> Linear:
         return Linear(layer.weight, layer.bias, self.dtype, product in self.p8)
@@ -315,15 +372,29 @@ class FlatEncoder:
         cu_host: np.ndarray | None,
         longest: int,
         graphed: bool,
-    ) -> torch.Tensor:
+        dense: int = 0,
+    ) -> list[torch.Tensor]:
+        """Attention's output for every token, as row blocks in token order: one, or the
+        `dense` leading full windows (cuDNN) and the rest (flash)."""
         tokens = qkv.shape[0]
         q, k, v = qkv.view(tokens, 3, self.heads, -1).unbind(1)
         if self.varlen:
-            cudnn = self.attention == "cudnn" and not graphed  # cuDNN is not capturable
-            attend = cudnn_varlen if cudnn else varlen_attn
-            out = attend(q, k, v, cu, cu, longest, longest)
+            if dense and self.attention == "cudnn" and not graphed:  # not capturable
+                split = dense * self.dense_len
+                block = cudnn_dense(*blocks(qkv, self.heads, dense, self.dense_len))
+                pieces = [block.transpose(1, 2).reshape(split, -1)]  # a view: laid out as q
+                windows = cu.shape[0] - 1
+                if windows > dense:  # the shorter windows, then tokens of no window
+                    rest = cu[dense:] - split
+                    out = varlen_attn(q[split:], k[split:], v[split:], rest, rest, longest, longest)
+                    assert isinstance(out, torch.Tensor)
+                    pieces.append(out.reshape(tokens - split, -1))
+                elif tokens > split:  # tokens past the last window are never read back
+                    pieces.append(qkv.new_zeros((tokens - split, pieces[0].shape[1])))
+                return pieces
+            out = varlen_attn(q, k, v, cu, cu, longest, longest)
             assert isinstance(out, torch.Tensor)  # no auxiliary outputs were asked for
-            return out.reshape(tokens, -1)
+            return [out.reshape(tokens, -1)]
         # PyTorch's SDPA one sequence at a time (a CPU, or float32 on a GPU).
         assert cu_host is not None, "the per-sequence fallback needs the offsets on the host"
         out = torch.zeros((tokens, q.shape[1] * q.shape[2]), dtype=qkv.dtype, device=qkv.device)
@@ -331,6 +402,41 @@ class FlatEncoder:
             sq, sk, sv = (t[start:end].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
             seq = F.scaled_dot_product_attention(sq, sk, sv)  # [1, heads, length, head_dim]
             out[start:end] = seq[0].transpose(0, 1).reshape(end - start, -1)
+        return [out]
+
+    def _first_attention(
+        self, qkv: torch.Tensor, cu: torch.Tensor, cu_host: np.ndarray | None, longest: int
+    ) -> torch.Tensor:
+        """Attention's output at each window's first token only ([windows, hidden]): the
+        last layer's, whose other tokens nothing reads."""
+        tokens, windows = qkv.shape[0], cu.shape[0] - 1
+        q, k, v = qkv.view(tokens, 3, self.heads, -1).unbind(1)
+        # An empty window (a graph's unused ones start at the end) reads the last token.
+        first = q.index_select(0, cu[:-1].clamp(max=tokens - 1))
+        if self.varlen:
+            one = torch.arange(windows + 1, dtype=torch.int32, device=qkv.device)
+            out = varlen_attn(first, k, v, one, cu, 1, longest)
+            assert isinstance(out, torch.Tensor)
+            return out.reshape(windows, -1)
+        assert cu_host is not None, "the per-sequence fallback needs the offsets on the host"
+        rows = []
+        for i, (start, end) in enumerate(itertools.pairwise(cu_host.tolist())):
+            sq = first[i : i + 1].transpose(0, 1).unsqueeze(0)
+            sk, sv = (t[start:end].transpose(0, 1).unsqueeze(0) for t in (k, v))
+            rows.append(F.scaled_dot_product_attention(sq, sk, sv)[0, :, 0].reshape(-1))
+        return torch.stack(rows)
+
+    def _project(self, linear: Linear, pieces: list[torch.Tensor]) -> torch.Tensor:
+        """`linear` over row blocks as over their concatenation: each block's product
+        written into its rows of one output (FP8 products join the blocks first)."""
+        if len(pieces) == 1 or linear.fp8:
+            return self._product(linear, pieces[0] if len(pieces) == 1 else torch.cat(pieces))
+        rows = sum(p.shape[0] for p in pieces)
+        out = pieces[0].new_empty((rows, linear.weight.shape[0]), dtype=self.dtype)
+        start = 0
+        for piece in pieces:
+            linear.into(piece.to(self.dtype), out[start : start + piece.shape[0]])
+            start += piece.shape[0]
         return out
 
     def _ffn(
@@ -365,31 +471,44 @@ class FlatEncoder:
         ids: torch.Tensor,
         pos: torch.Tensor,
         cu: torch.Tensor,
-        first: torch.Tensor,
+        order: torch.Tensor,
         longest: int,
         cu_host: np.ndarray | None = None,
         graphed: bool = False,
+        dense: int = 0,
     ) -> torch.Tensor:
-        """Logits (float32, [len(first), labels]) of the sequences `cu` cuts `ids` into.
+        """Logits (float32, [len(order), labels]) of the windows `cu` cuts `ids` into.
 
-        `ids`, `pos`: [tokens] int64 on the device (tokens past cu[-1] belong to no sequence
-        and are never read back); `cu`: int32 offsets; `first`: each sequence's first token
-        index; `longest`: an upper bound of the sequence lengths (the attention grid);
-        `graphed`: the call is being captured in a CUDA graph (attention runs flash)."""
+        `ids`, `pos`: [tokens] int64 on the device (tokens past cu[-1] belong to no window
+        and are never read back); `cu`: int32 offsets; `order`: the windows in the order
+        their logits are returned, as indices into cu's; `longest`: an upper bound of the
+        window lengths (the attention grid); `graphed`: the call is being captured in a CUDA
+        graph (attention runs flash); `dense`: how many leading windows are `dense_len`
+        tokens long (with `attention` cudnn they run as one cuDNN block)."""
         qkv8, up8 = "qkv" in self.p8, "up" in self.p8
         x, x8, s8 = self._add_norm(
             F.embedding(ids, self.word), F.embedding(pos, self.position), self.emb_norm, qkv8
         )
-        for layer in self.layers:
+        last = len(self.layers) - 1
+        for index, layer in enumerate(self.layers):
             if qkv8:
                 assert x8 is not None and s8 is not None
                 qkv = layer.qkv.scaled(x8, s8)
             else:
                 qkv = layer.qkv(x)
-            y = self._product(layer.out, self._attention(qkv, cu, cu_host, longest, graphed))
+            if index < last:
+                pieces = self._attention(qkv, cu, cu_host, longest, graphed, dense)
+            else:  # from here on only each window's first token is read
+                windows = cu.shape[0] - 1
+                rows = -(-windows // TOKEN_ALIGN) * TOKEN_ALIGN  # FP8 products: 16 rows at a time
+                first = cu[:-1].clamp(max=qkv.shape[0] - 1)
+                x = x.index_select(0, F.pad(first, (0, rows - windows)))
+                attended = self._first_attention(qkv, cu, cu_host, longest)
+                pieces = [F.pad(attended, (0, 0, 0, rows - windows))]
+            y = self._project(layer.out, pieces)
             x, x8, s8 = self._add_norm(y, x, layer.norm1, up8)
             y = self._ffn(layer, x, x8, s8)
             x, x8, s8 = self._add_norm(y, x, layer.norm2, qkv8)
-        cls = x.index_select(0, first).to(self.head_dtype)
-        dense, proj = self.head
-        return proj(torch.tanh(dense(cls))).float()
+        cls = x.index_select(0, order).to(self.head_dtype)
+        pool, proj = self.head
+        return proj(torch.tanh(pool(cls))).float()

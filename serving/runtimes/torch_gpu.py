@@ -204,9 +204,10 @@ class Staging:
     """One execute()'s flat inputs in one pinned host buffer, copied in one transfer.
 
     Layout for `tokens` and `windows`: ids [tokens] | positions [tokens] | offsets
-    [windows + 1] | first tokens [windows], all int64 (the offsets become int32 on the
-    device). Tokens past the batch's own are id 0 at position 0 in no window; windows past
-    its own are empty (offsets repeat the last) and read token 0."""
+    [windows + 1] | order [windows], all int64 (the offsets become int32 on the device;
+    `order`: each request window's index among the laid-out ones). Tokens past the batch's
+    own are id 0 at position 0 in no window; windows past its own are empty (offsets repeat
+    the last) and their logits, read from window 0, are dropped."""
 
     def __init__(self, tokens: int, windows: int, device: str) -> None:
         self.capacity = (tokens, windows)
@@ -219,23 +220,30 @@ class Staging:
 
     @staticmethod
     def views(buffer: torch.Tensor, tokens: int, windows: int) -> tuple[torch.Tensor, ...]:
-        """ids, positions, offsets, first tokens: views of `buffer` laid out as above."""
-        ids, pos, cu, first = buffer[: 2 * tokens + 2 * windows + 1].split(
+        """ids, positions, offsets, order: views of `buffer` laid out as above."""
+        ids, pos, cu, order = buffer[: 2 * tokens + 2 * windows + 1].split(
             [tokens, tokens, windows + 1, windows]
         )
-        return ids, pos, cu, first
+        return ids, pos, cu, order
 
     def stage(
-        self, ids: np.ndarray, pos: np.ndarray, cu: np.ndarray, tokens: int, windows: int
+        self,
+        ids: np.ndarray,
+        pos: np.ndarray,
+        cu: np.ndarray,
+        tokens: int,
+        windows: int,
+        order: np.ndarray | None = None,
     ) -> tuple[torch.Tensor, ...]:
         """The inputs laid out for `tokens` x `windows` on the device (one copy): views of
-        the device buffer, the offsets still int64."""
+        the device buffer, the offsets still int64; `order` (None: as laid out) as
+        flat.full_first gives it."""
         n, t = cu.size - 1, int(cu[-1])
-        h_ids, h_pos, h_cu, h_first = (v.numpy() for v in self.views(self.host, tokens, windows))
+        h_ids, h_pos, h_cu, h_order = (v.numpy() for v in self.views(self.host, tokens, windows))
         h_ids[:t], h_ids[t:] = ids, 0
         h_pos[:t], h_pos[t:] = pos, 0
         h_cu[: n + 1], h_cu[n + 1 :] = cu, t
-        h_first[:n], h_first[n:] = cu[:-1], 0
+        h_order[:n], h_order[n:] = np.arange(n) if order is None else order, 0
         used = 2 * tokens + 2 * windows + 1
         if self.device_buffer is not self.host:
             self.device_buffer[:used].copy_(self.host[:used], non_blocking=True)
@@ -264,11 +272,11 @@ class TokenGraphs:
         self.host_out: torch.Tensor | None = None
 
     def _forward(self, tokens: int) -> torch.Tensor:
-        ids, pos, cu64, first = self.staging.views(
+        ids, pos, cu64, order = self.staging.views(
             self.staging.device_buffer, self.buckets[-1], self.max_windows
         )
         return self.encoder.forward(
-            ids[:tokens], pos[:tokens], cu64.to(torch.int32), first, self.max_len, graphed=True
+            ids[:tokens], pos[:tokens], cu64.to(torch.int32), order, self.max_len, graphed=True
         )
 
     @torch.inference_mode()
@@ -333,10 +341,15 @@ class TritonPythonModel:
                 parameter(config, "gelu", "erf"),
                 flat.fp8_products(parameter(config, "fp8_products", "all")),
                 parameter(config, "attention", "flash"),
+                self.max_len,
             )
             if self.flat.attention_note:
                 note = self.flat.attention_note  # the stub's stderr goes to tritonserver's log
                 print(f"torch-gpu: attention=cudnn refused, flash runs: {note}", file=sys.stderr)
+            elif self.flat.attention == "cudnn":
+                seconds = self.flat.warm_dense(max_batch)
+                print(f"torch-gpu: cuDNN plans for 1-{max_batch} windows: {seconds:.1f} s",
+                      file=sys.stderr)  # fmt: skip
             self.flat_config = model.config
             del model
             graphs = self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true"
@@ -382,15 +395,16 @@ class TritonPythonModel:
 
     @torch.inference_mode()
     def _run_flat(self, batch: Any) -> torch.Tensor:
-        pos = flat.positions(self.flat_config, batch.ids, batch.cu)
         if isinstance(self.graphs, TokenGraphs) and self.graphs.fits(batch):
-            return self.graphs(batch, pos)
-        tokens = -(-int(batch.cu[-1]) // flat.TOKEN_ALIGN) * flat.TOKEN_ALIGN
-        ids, positions, cu, first = self.staging.stage(
-            batch.ids, pos, batch.cu, tokens, batch.windows
-        )
+            return self.graphs(batch, flat.positions(self.flat_config, batch.ids, batch.cu))
+        ids, cu, order, dense = batch.ids, batch.cu, None, 0
+        if self.flat.attention == "cudnn":  # full windows first: one cuDNN block
+            ids, cu, order, dense = flat.full_first(batch.ids, batch.cu, self.max_len)
+        pos = flat.positions(self.flat_config, ids, cu)
+        tokens = -(-int(cu[-1]) // flat.TOKEN_ALIGN) * flat.TOKEN_ALIGN
+        ids_d, pos_d, cu_d, order_d = self.staging.stage(ids, pos, cu, tokens, batch.windows, order)
         logits = self.flat.forward(
-            ids, positions, cu.to(torch.int32), first, batch.longest, batch.cu
+            ids_d, pos_d, cu_d.to(torch.int32), order_d, batch.longest, cu, dense=dense
         )
         return logits.cpu()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.gpu.profile import family
+from bench.gpu.profile import family, timeline
 
 # Names as torch.profiler gave them on the H200 (bench/gpu/flat-speed-h200-2026-12-03.json).
 FA2 = (
@@ -26,3 +26,21 @@ FA2 = (
 )
 def test_each_kernel_counts_in_its_family(name: str, expected: str) -> None:
     assert family(name) == expected
+
+
+def test_the_timeline_splits_busy_gpu_time_from_the_gaps_between_kernels() -> None:
+    from types import SimpleNamespace
+
+    def kernel(start: float, end: float, device: str = "CUDA") -> SimpleNamespace:
+        return SimpleNamespace(
+            device_type=f"DeviceType.{device}", time_range=SimpleNamespace(start=start, end=end)
+        )
+
+    # microseconds: two overlapping kernels, a gap, one kernel, a long gap, one more; host
+    # events are not the GPU's
+    events = [kernel(0, 100), kernel(50, 150), kernel(300, 400), kernel(1000, 1100)]
+    events.append(kernel(0, 5000, "CPU"))
+    assert timeline(events, calls=2) == {
+        "gpu_busy_ms_per_call": 0.175, "gpu_idle_ms_per_call": 0.375
+    }  # fmt: skip
+    assert timeline([kernel(0, 9, "CPU")], calls=1) == {}

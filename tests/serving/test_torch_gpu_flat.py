@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from serving import pb_stub
 from serving.pb_stub import request
@@ -40,6 +41,15 @@ def version(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     folder = tmp_path_factory.mktemp(request.param) / "tiny" / "1"
     make = tiny_bert if request.param == "bert" else tiny_roberta
     return make(folder, LABELS, hidden=64, layers=2)
+
+
+@pytest.fixture(scope="module", params=["bert", "roberta"])
+def sharp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same with weights 10x BERT's init: at 0.02 a tiny model's attention is near
+    uniform, and a query read from the wrong token would go unseen."""
+    folder = tmp_path_factory.mktemp(request.param) / "sharp" / "1"
+    make = tiny_bert if request.param == "bert" else tiny_roberta
+    return make(folder, LABELS, hidden=64, layers=2, init=0.2)
 
 
 def flat(runtime: types.ModuleType, version: Path, kind: str, **params: str) -> Any:
@@ -87,13 +97,14 @@ def served(model: Any, requests: list[tuple[np.ndarray, np.ndarray]]) -> list[np
 
 
 def test_flat_cpu_computes_what_the_padded_checkpoint_computes(
-    runtime: types.ModuleType, version: Path
+    runtime: types.ModuleType, sharp: Path
 ) -> None:
-    model = flat(runtime, version, "CPU")
-    requests = batch(version)
+    model = flat(runtime, sharp, "CPU")
+    requests = batch(sharp)
     for got, (ids, mask) in zip(served(model, requests), requests, strict=True):
-        # positions, offsets and the first-token head exactly as the padded model has them
-        np.testing.assert_allclose(got, reference(version, ids, mask), atol=2e-5)
+        # positions, offsets, the last layer at first tokens only, and the first-token head
+        # exactly as the padded model has them
+        np.testing.assert_allclose(got, reference(sharp, ids, mask), atol=2e-5)
 
 
 def test_fp8_emulated_on_cpu_keeps_the_labels(runtime: types.ModuleType, version: Path) -> None:
@@ -188,37 +199,88 @@ def test_cudnn_attention_that_raises_or_differs_from_flash_is_refused(
 ) -> None:
     module = runtime.flat
     # On a CPU cuDNN has no kernel: the check says so instead of raising.
-    assert module.cudnn_refused("cpu", 4, 64).startswith("cuDNN refused the varlen call")
+    assert module.cudnn_refused("cpu", 4, 64, 16).startswith("cuDNN refused the call")
     monkeypatch.setattr(module, "varlen_attn", lambda q, k, v, *a: q)
-    monkeypatch.setattr(module, "cudnn_varlen", lambda q, k, v, *a: q + 0.5)
-    assert module.cudnn_refused("cpu", 4, 64).startswith("cuDNN differs from flash by 0.5")
-    monkeypatch.setattr(module, "cudnn_varlen", lambda q, k, v, *a: q + 1e-3)
-    assert module.cudnn_refused("cpu", 4, 64) == ""
+    monkeypatch.setattr(module, "cudnn_dense", lambda q, k, v: q + 0.5)
+    assert module.cudnn_refused("cpu", 4, 64, 16).startswith("cuDNN differs from flash by 0.5")
+    monkeypatch.setattr(module, "cudnn_dense", lambda q, k, v: q + 1e-3)
+    assert module.cudnn_refused("cpu", 4, 64, 16) == ""
 
-    def slow(q: torch.Tensor, *a: Any) -> torch.Tensor:  # torch 2.11's on the H200: 50-70 ms
+    def slow(q: torch.Tensor, *a: Any) -> torch.Tensor:  # its ragged call on the H200: 50 ms
         time.sleep(0.01)
         return q + 1e-3
 
-    monkeypatch.setattr(module, "cudnn_varlen", slow)
-    assert module.cudnn_refused("cpu", 4, 64).startswith("cuDNN is slower than flash")
+    monkeypatch.setattr(module, "cudnn_dense", slow)
+    assert module.cudnn_refused("cpu", 4, 64, 16).startswith("cuDNN is slower than flash")
 
 
-def test_cudnn_attention_runs_eager_calls_and_flash_inside_graphs(
-    runtime: types.ModuleType, version: Path, monkeypatch: pytest.MonkeyPatch
+def test_full_first_lays_out_the_full_windows_first_and_keeps_the_order(
+    runtime: types.ModuleType,
 ) -> None:
-    """cuDNN's varlen call cannot be captured on the H200: a forward being captured (the
-    small batches' graphs) must run flash, the eager one the kernel asked for."""
-    module, encoder = runtime.flat, flat(runtime, version, "CPU").flat
-    calls: list[str] = []
-    monkeypatch.setattr(module, "varlen_attn", lambda q, *a: calls.append("flash") or q)
-    monkeypatch.setattr(module, "cudnn_varlen", lambda q, *a: calls.append("cudnn") or q)
-    monkeypatch.setattr(encoder, "varlen", True)
-    monkeypatch.setattr(encoder, "attention", "cudnn")
-    width = encoder.config.hidden_size
-    qkv, cu = torch.zeros((5, 3 * width)), torch.tensor([0, 5], dtype=torch.int32)
-    for graphed in (False, True):
-        assert encoder._attention(qkv, cu, None, 5, graphed).shape == (5, width)
-    assert calls == ["cudnn", "flash"]
+    full_first = runtime.flat.full_first
+    sizes = [3, 4, 2, 4, 1]
+    cu = np.cumsum([0, *sizes]).astype(np.int32)
+    ids = np.arange(int(cu[-1])) + 100
+    got_ids, got_cu, order, dense = full_first(ids, cu, 4)
+    assert dense == 2
+    assert np.diff(got_cu).tolist() == [4, 4, 3, 2, 1]  # the full ones, then the rest in order
+    assert got_ids.tolist() == [*ids[3:7], *ids[9:13], *ids[0:3], *ids[7:9], ids[13]]
+    # window i of the request is laid out at order[i]: its tokens are where it went
+    for i in range(len(sizes)):
+        j = order[i]
+        assert got_ids[got_cu[j] : got_cu[j + 1]].tolist() == ids[cu[i] : cu[i + 1]].tolist()
+    for already in ([4, 4, 1], [4, 4], [2, 3]):  # nothing to move: the arrays come back
+        c = np.cumsum([0, *already]).astype(np.int32)
+        i = np.arange(int(c[-1]))
+        same_ids, same_cu, same_order, n = full_first(i, c, 4)
+        assert same_ids is i and same_cu is c and same_order.tolist() == list(range(len(already)))
+        assert n == sum(1 for a in already if a == 4)
+
+
+def sdpa_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor,
+                cu_k: torch.Tensor, *_: Any) -> torch.Tensor:  # fmt: skip
+    """varlen_attn's maths on a CPU: each query run against its own window's keys."""
+    out = torch.zeros_like(q)
+    for i in range(cu_q.shape[0] - 1):
+        a, b, c, d = int(cu_q[i]), int(cu_q[i + 1]), int(cu_k[i]), int(cu_k[i + 1])
+        if d > c:
+            sq, sk, sv = (t.transpose(0, 1)[None] for t in (q[a:b], k[c:d], v[c:d]))
+            out[a:b] = F.scaled_dot_product_attention(sq, sk, sv)[0].transpose(0, 1)
+    return out
+
+
+def test_cudnn_blocks_and_first_token_attention_compute_the_checkpoint(
+    runtime: types.ModuleType, sharp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU path's layout on a CPU, with each kernel's maths in SDPA: full windows laid out
+    first and run as one block, the rest through the varlen call, the last layer's queries at
+    each window's first token only, and the logits back in the request's order."""
+    module, model = runtime.flat, flat(runtime, sharp, "CPU")
+    blocks: list[tuple[int, ...]] = []
+
+    def dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        blocks.append(tuple(q.shape))
+        return F.scaled_dot_product_attention(q, k, v)
+
+    monkeypatch.setattr(module, "varlen_attn", sdpa_varlen)
+    monkeypatch.setattr(module, "cudnn_dense", dense)
+    monkeypatch.setattr(model.flat, "varlen", True)
+    monkeypatch.setattr(model.flat, "attention", "cudnn")
+    requests = batch(sharp)  # the second request's first window is a full one
+    for got, (ids, mask) in zip(served(model, requests), requests, strict=True):
+        np.testing.assert_allclose(got, reference(sharp, ids, mask), atol=2e-5)
+    full = sum(int((m.sum(1) == MAX_SEQ_LEN).sum()) for _, m in requests)
+    heads = model.flat.heads
+    layers = len(model.flat.layers)
+    assert full and blocks == [(full, heads, MAX_SEQ_LEN, 64 // heads)] * (layers - 1)
+    # inside a graph no cuDNN call is made
+    width = model.flat.config.hidden_size
+    qkv, cu = torch.zeros((8, 3 * width)), torch.tensor([0, 4, 8], dtype=torch.int32)
+    blocks.clear()
+    monkeypatch.setattr(model.flat, "dense_len", 4)
+    for graphed, calls in ((True, []), (False, [(2, heads, 4, width // heads)])):
+        pieces = model.flat._attention(qkv, cu, None, 4, graphed, dense=2)
+        assert [p.shape for p in pieces] == [(8, width)] and blocks == calls
 
 
 # --- on a GPU ------------------------------------------------------------------------------
