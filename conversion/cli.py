@@ -212,10 +212,11 @@ def convert(
     attention: Annotated[
         str,
         typer.Option(
-            help="torch-gpu flat: the varlen attention kernel, flash (FA2) or cudnn (cuDNN's "
-            "fused kernel for the large, eager batches; checked against flash at load)."
+            help="torch-gpu flat: the attention kernel, cudnn (cuDNN's fused kernel for the "
+            "full windows of large, eager batches, flash for the rest; checked against flash "
+            "at load, flash where it fails) or flash (FA2 everywhere)."
         ),
-    ] = "flash",
+    ] = "cudnn",
     fp8_products: Annotated[
         str,
         typer.Option(

@@ -116,10 +116,12 @@ class Target:
     # per token cannot hold keeps some in FP16 (fewer FP8 products, less speed, the gate
     # decides).
     fp8_products: str = "all"
-    # torch-gpu flat: the varlen attention kernel, flash (FA2) or cudnn (cuDNN's fused
-    # kernel over the same offsets, for the eager batches; checked against flash at load, flash
-    # where it differs; the small batches' CUDA graphs run flash, cuDNN cannot be captured).
-    attention: str = "flash"
+    # torch-gpu flat: the attention kernel, cudnn (cuDNN's fused kernel for the eager batches'
+    # full windows, one block, the rest flash; checked against flash at load, flash where it
+    # differs, refuses or is slower; the small batches' CUDA graphs run flash) or flash (FA2,
+    # varlen). cudnn: 1,618 against 1,513 seq/s at 63 x 512 on the H200, the gate passed on
+    # both demo models (bench/gpu/NOTES.md, 2026-12-04).
+    attention: str = "cudnn"
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:

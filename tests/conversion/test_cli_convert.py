@@ -58,12 +58,12 @@ def test_the_attention_kernel_reaches_the_runtime_parameters(
     seen: dict[str, Any], tmp_path: Path
 ) -> None:
     args = ["convert", str(tmp_path), "--name", "m", "--runtime", "torch-gpu"]
-    result = CliRunner().invoke(cli.app(), [*args, "--attention", "cudnn"])
+    result = CliRunner().invoke(cli.app(), [*args, "--attention", "flash"])
     assert isinstance(result.exception, Stop), result.output
     extra = seen["target"].classifier_config(2).extra_parameters
-    assert extra["attention"] == "cudnn"
+    assert extra["attention"] == "flash"
     assert (
-        conv.Target("m", "torch-gpu").classifier_config(2).extra_parameters["attention"] == "flash"
+        conv.Target("m", "torch-gpu").classifier_config(2).extra_parameters["attention"] == "cudnn"
     )
     with pytest.raises(ValueError, match="attention must be one of"):
         conv.Target("m", "torch-gpu", attention="fa3")
