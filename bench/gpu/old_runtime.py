@@ -14,9 +14,13 @@ import numpy as np
 from bench.gpu.shapes import SHAPES, parity_batches, windows
 
 
-def old_runtime(checkpoint: Path, device: str, repeat: int) -> dict[str, Any]:
+def old_runtime(checkpoint: Path, device: str, repeat: int, warm_s: float = 1.0) -> dict[str, Any]:
     """PyTorch FP32 eager in-process, one synchronous call per request: ms and seq/s per
-    full shape, and under "parity_reference" the logits of parity_batches() (TF32 off)."""
+    full shape, and under "parity_reference" the logits of parity_batches() (TF32 off).
+
+    Each shape is called for `warm_s` seconds (at least 3 calls) before it is timed: with 3
+    calls only, the H200's (2, 512) samples of 2026-12-04 ran 24-27 ms for 12 calls, then
+    19.4 ms: the baseline was timed a fifth slower than it runs."""
     import torch
     from transformers import AutoModelForSequenceClassification
 
@@ -37,8 +41,10 @@ def old_runtime(checkpoint: Path, device: str, repeat: int) -> dict[str, Any]:
                 ).logits
                 logits.cpu()
 
-            for _ in range(3):
+            start, calls = time.perf_counter(), 0
+            while calls < 3 or time.perf_counter() - start < warm_s:
                 call()
+                calls += 1
             times = []
             for _ in range(repeat):
                 t = time.perf_counter()
