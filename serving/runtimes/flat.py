@@ -405,14 +405,18 @@ class FlatEncoder:
         return [out]
 
     def _first_attention(
-        self, qkv: torch.Tensor, cu: torch.Tensor, cu_host: np.ndarray | None, longest: int
+        self,
+        qkv: torch.Tensor,
+        cu: torch.Tensor,
+        first: torch.Tensor,
+        cu_host: np.ndarray | None,
+        longest: int,
     ) -> torch.Tensor:
-        """Attention's output at each window's first token only ([windows, hidden]): the
-        last layer's, whose other tokens nothing reads."""
+        """Attention's output at each window's first token (`first`, its index) only
+        ([windows, hidden]): the last layer's, whose other tokens nothing reads."""
         tokens, windows = qkv.shape[0], cu.shape[0] - 1
         q, k, v = qkv.view(tokens, 3, self.heads, -1).unbind(1)
-        # An empty window (a graph's unused ones start at the end) reads the last token.
-        first = q.index_select(0, cu[:-1].clamp(max=tokens - 1))
+        first = q.index_select(0, first)
         if self.varlen:
             one = torch.arange(windows + 1, dtype=torch.int32, device=qkv.device)
             out = varlen_attn(first, k, v, one, cu, 1, longest)
@@ -501,9 +505,10 @@ class FlatEncoder:
             else:  # from here on only each window's first token is read
                 windows = cu.shape[0] - 1
                 rows = -(-windows // TOKEN_ALIGN) * TOKEN_ALIGN  # FP8 products: 16 rows at a time
+                # An empty window (a graph's unused ones start at the end) reads the last token.
                 first = cu[:-1].clamp(max=qkv.shape[0] - 1)
                 x = x.index_select(0, F.pad(first, (0, rows - windows)))
-                attended = self._first_attention(qkv, cu, cu_host, longest)
+                attended = self._first_attention(qkv, cu, first, cu_host, longest)
                 pieces = [F.pad(attended, (0, 0, 0, rows - windows))]
             y = self._project(layer.out, pieces)
             x, x8, s8 = self._add_norm(y, x, layer.norm1, up8)
