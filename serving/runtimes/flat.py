@@ -192,6 +192,22 @@ def full_first(
     return ids[gather], new_cu, where, dense
 
 
+def sdpa_per_window(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: list[int], cu_k: list[int]
+) -> torch.Tensor:
+    """varlen attention's maths through PyTorch's SDPA, one window at a time (a CPU, or
+    float32 on a GPU): window i's queries q[cu_q[i]:cu_q[i + 1]] against its keys and values
+    k, v[cu_k[i]:cu_k[i + 1]], `[tokens, heads, dim]` in and out (rows of no window: 0)."""
+    out = torch.zeros_like(q)
+    for (a, b), (c, d) in zip(
+        itertools.pairwise(cu_q), itertools.pairwise(cu_k), strict=True
+    ):  # fmt: skip
+        if d > c:
+            sq, sk, sv = (t.transpose(0, 1).unsqueeze(0) for t in (q[a:b], k[c:d], v[c:d]))
+            out[a:b] = F.scaled_dot_product_attention(sq, sk, sv)[0].transpose(0, 1)
+    return out
+
+
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`x` ([rows, width]) as float8 e4m3 with one float32 scale per row (amax / 448)."""
     scale = x.float().abs().amax(dim=-1, keepdim=True).clamp(min=1e-12) / FP8_MAX
@@ -395,14 +411,9 @@ class FlatEncoder:
             out = varlen_attn(q, k, v, cu, cu, longest, longest)
             assert isinstance(out, torch.Tensor)  # no auxiliary outputs were asked for
             return [out.reshape(tokens, -1)]
-        # PyTorch's SDPA one sequence at a time (a CPU, or float32 on a GPU).
-        assert cu_host is not None, "the per-sequence fallback needs the offsets on the host"
-        out = torch.zeros((tokens, q.shape[1] * q.shape[2]), dtype=qkv.dtype, device=qkv.device)
-        for start, end in zip(cu_host[:-1].tolist(), cu_host[1:].tolist(), strict=True):
-            sq, sk, sv = (t[start:end].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
-            seq = F.scaled_dot_product_attention(sq, sk, sv)  # [1, heads, length, head_dim]
-            out[start:end] = seq[0].transpose(0, 1).reshape(end - start, -1)
-        return [out]
+        assert cu_host is not None, "the per-window fallback needs the offsets on the host"
+        bounds = cu_host.tolist()
+        return [sdpa_per_window(q, k, v, bounds, bounds).reshape(tokens, -1)]
 
     def _first_attention(
         self,
@@ -422,13 +433,9 @@ class FlatEncoder:
             out = varlen_attn(first, k, v, one, cu, 1, longest)
             assert isinstance(out, torch.Tensor)
             return out.reshape(windows, -1)
-        assert cu_host is not None, "the per-sequence fallback needs the offsets on the host"
-        rows = []
-        for i, (start, end) in enumerate(itertools.pairwise(cu_host.tolist())):
-            sq = first[i : i + 1].transpose(0, 1).unsqueeze(0)
-            sk, sv = (t[start:end].transpose(0, 1).unsqueeze(0) for t in (k, v))
-            rows.append(F.scaled_dot_product_attention(sq, sk, sv)[0, :, 0].reshape(-1))
-        return torch.stack(rows)
+        assert cu_host is not None, "the per-window fallback needs the offsets on the host"
+        one_each = list(range(windows + 1))
+        return sdpa_per_window(first, k, v, one_each, cu_host.tolist()).reshape(windows, -1)
 
     def _project(self, linear: Linear, pieces: list[torch.Tensor]) -> torch.Tensor:
         """`linear` over row blocks as over their concatenation: each block's product

@@ -237,18 +237,6 @@ def test_full_first_lays_out_the_full_windows_first_and_keeps_the_order(
         assert n == sum(1 for a in already if a == 4)
 
 
-def sdpa_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor,
-                cu_k: torch.Tensor, *_: Any) -> torch.Tensor:  # fmt: skip
-    """varlen_attn's maths on a CPU: each query run against its own window's keys."""
-    out = torch.zeros_like(q)
-    for i in range(cu_q.shape[0] - 1):
-        a, b, c, d = int(cu_q[i]), int(cu_q[i + 1]), int(cu_k[i]), int(cu_k[i + 1])
-        if d > c:
-            sq, sk, sv = (t.transpose(0, 1)[None] for t in (q[a:b], k[c:d], v[c:d]))
-            out[a:b] = F.scaled_dot_product_attention(sq, sk, sv)[0].transpose(0, 1)
-    return out
-
-
 def test_cudnn_blocks_and_first_token_attention_compute_the_checkpoint(
     runtime: types.ModuleType, sharp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -262,7 +250,11 @@ def test_cudnn_blocks_and_first_token_attention_compute_the_checkpoint(
         blocks.append(tuple(q.shape))
         return F.scaled_dot_product_attention(q, k, v)
 
-    monkeypatch.setattr(module, "varlen_attn", sdpa_varlen)
+    def varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor,
+               cu_k: torch.Tensor, *_: Any) -> torch.Tensor:  # fmt: skip
+        return module.sdpa_per_window(q, k, v, cu_q.tolist(), cu_k.tolist())
+
+    monkeypatch.setattr(module, "varlen_attn", varlen)
     monkeypatch.setattr(module, "cudnn_dense", dense)
     monkeypatch.setattr(model.flat, "varlen", True)
     monkeypatch.setattr(model.flat, "attention", "cudnn")
