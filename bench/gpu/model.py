@@ -81,10 +81,12 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
     from conversion import convert, pbtxt
     from serving import runtimes
 
-    fields_ = {k: v for k, v in variant.overrides.items() if not k.startswith(PARAM)}
-    target = convert.Target(
-        variant.name, "torch-gpu", max_batch_size=MAX_BATCH, max_seq_len=MAX_LEN, **fields_
-    )
+    # A variant may set any Target field, the batch size and the workers' budget included
+    # (`b128:max_batch_size=128,max_tokens=32768`).
+    fields_ = {"max_batch_size": MAX_BATCH, "max_seq_len": MAX_LEN} | {
+        k: v for k, v in variant.overrides.items() if not k.startswith(PARAM)
+    }
+    target = convert.Target(variant.name, "torch-gpu", **fields_)
     config = pbtxt.build(target.classifier_config(len(LABELS)))
     for key, value in variant.overrides.items():  # runtime parameters Target has no field for
         if key.startswith(PARAM):
