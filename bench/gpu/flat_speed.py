@@ -20,12 +20,13 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from bench.gpu.model import build_checkpoint
-from bench.gpu.profile import kernel_profile
+from bench.gpu.profile import cuda_ms, kernel_profile, wall_ms
 from bench.gpu.shapes import windows
 from serving import pb_stub
 
@@ -45,6 +46,32 @@ def batches() -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
     return {"63x512": full, "63x512p": partial, "1x512": [windows(1, 512, 0)]}
 
 
+def host_breakdown(model: Any, requests: list[dict[str, np.ndarray]], repeat: int) -> dict:
+    """Where a small call's wall time goes, part by part (median ms): the whole execute();
+    the run on the batch already read and flattened; the graph call (staging, replay, copy
+    back); the replay alone with a synchronisation; the replay's GPU time (CUDA events).
+    Each difference is host time that the GPU waits for."""
+    loop = model.execute.__func__.__globals__["execute"]  # docq_execute's, as the model bound it
+    pairs = [(r["input_ids"], r["attention_mask"]) for r in requests]
+    batch, _ = loop.__globals__["flatten"](pairs)
+    flat = model.execute.__func__.__globals__["flat"]  # the runtime's docq_flat
+    pos = flat.positions(model.flat_config, batch.ids, batch.cu)
+    graphs = model.graphs
+    graph, _ = graphs.graphs[graphs.graph_for(int(batch.cu[-1]), batch.windows)]
+
+    def replay() -> None:
+        graph.replay()
+        torch.cuda.synchronize()
+
+    return {
+        "execute_ms": wall_ms(lambda: model.execute(requests), repeat),
+        "run_flat_ms": wall_ms(lambda: model._run_flat(batch), repeat),
+        "graph_call_ms": wall_ms(lambda: graphs(batch, pos), repeat),
+        "replay_sync_ms": wall_ms(replay, repeat),
+        "replay_gpu_ms": cuda_ms(graph.replay, repeat),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -53,7 +80,7 @@ def main() -> None:
     ap.add_argument("--variant", action="append", choices=sorted(VARIANTS),
                     help="only these (default: all)")  # fmt: skip
     ap.add_argument("--profile", action="store_true",
-                    help="also GPU time by kernel family at 63 x 512 (torch.profiler)")  # fmt: skip
+                    help="also GPU time by kernel family, 63 x 512 and 1 x 512")  # fmt: skip
     args = ap.parse_args()
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     kind = "GPU" if device != "cpu" else "CPU"
@@ -113,9 +140,16 @@ def main() -> None:
                 "label_agreement": float((got.argmax(1) == ref.argmax(1)).mean()),
             }  # fmt: skip
             print(vname, name, entry[name], flush=True)
-            if args.profile and kind == "GPU" and name == "63x512":
-                entry["profile_63x512"] = kernel_profile(functools.partial(model.execute, requests))
-                print(vname, "profile", entry["profile_63x512"], flush=True)
+            if args.profile and kind == "GPU" and name in ("63x512", "1x512"):
+                profiled = kernel_profile(functools.partial(model.execute, requests))
+                entry[f"profile_{name}"] = profiled
+                print(vname, "profile", name, profiled, flush=True)
+            if args.profile and kind == "GPU" and name == "1x512" and model.graphs is not None:
+                try:
+                    entry["host_1x512"] = host_breakdown(model, requests, 4 * args.repeat)
+                except Exception as exc:  # a breakdown that cannot be taken is reported
+                    entry["host_1x512"] = {"error": repr(exc)[:300]}
+                print(vname, "host", name, entry["host_1x512"], flush=True)
         result["variants"][vname] = entry
         del model
         torch.cuda.empty_cache() if device != "cpu" else None

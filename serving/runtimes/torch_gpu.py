@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -250,59 +251,86 @@ class Staging:
         return self.views(self.device_buffer, tokens, windows)
 
 
+def window_capacities(few: int, max_windows: int) -> list[int]:
+    """The window counts token graphs are captured for: `few` (a small batch of long
+    windows, a document's) and `max_windows` (many short ones), at most max_windows.
+
+    A graph's attention grid has a row of blocks per window it can hold, and the blocks of
+    windows a batch lacks still launch and exit: at 1 x 512 on the H200 flash took 26.5 us
+    a layer in a graph for 64 windows, 18 us for one, and a 128-window graph put 0.4 ms
+    on a served (1, 512) call (bench/gpu/NOTES.md, 2026-12-04)."""
+    return sorted({min(max(few, 1), max_windows), max_windows})
+
+
 class TokenGraphs:
     """The flat encoder captured as one CUDA graph per token bucket (multiples of `step` up
-    to `max_tokens`), each for up to `max_windows` windows; replayed per call.
+    to `max_tokens`) and window capacity (`window_capacities`); replayed per call, in the
+    graph of the batch's token bucket and the smallest capacity that holds its windows.
 
-    A flat batch's shape is its token count alone, so 64 graphs cover every small batch
-    (the padded runtime needed one per rows x length). Attention runs flash varlen inside
-    the graph over the staged offsets, with the model's max_seq_len as its grid bound. The
-    graphs share one memory pool: one instance runs one call at a time."""
+    A flat batch's shape is its token count, so 64 token buckets cover every small batch
+    (the padded runtime needed one per rows x length); the second capacity keeps a batch
+    of one window from running the grid of max_batch_size. Attention runs flash varlen
+    inside the graph over the staged offsets, with the model's max_seq_len as its grid
+    bound. The graphs share one memory pool: one instance runs one call at a time."""
 
     def __init__(
         self, encoder: Any, device: str, max_tokens: int, step: int, max_windows: int,
-        max_len: int,
+        max_len: int, few_windows: int,
     ) -> None:  # fmt: skip
         self.encoder, self.device, self.max_len = encoder, device, max_len
         self.buckets = buckets(max_tokens, step)
         self.max_windows = max_windows
+        self.capacities = window_capacities(few_windows, max_windows)
         self.staging = Staging(self.buckets[-1], max_windows, device)
         self.pool = torch.cuda.graph_pool_handle()
-        self.graphs: dict[int, tuple[Any, torch.Tensor]] = {}
+        self.graphs: dict[tuple[int, int], tuple[Any, torch.Tensor]] = {}
         self.host_out: torch.Tensor | None = None
 
-    def _forward(self, tokens: int) -> torch.Tensor:
+    def _forward(self, tokens: int, windows: int) -> torch.Tensor:
         ids, pos, cu64, order = self.staging.views(
-            self.staging.device_buffer, self.buckets[-1], self.max_windows
+            self.staging.device_buffer, self.buckets[-1], windows
         )
         return self.encoder.forward(
             ids[:tokens], pos[:tokens], cu64.to(torch.int32), order, self.max_len, graphed=True
         )
 
     @torch.inference_mode()
-    def capture_all(self) -> None:
-        for tokens in reversed(self.buckets):  # largest first: it sizes the shared pool
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(side):
-                for _ in range(1 if self.graphs else 2):
-                    self._forward(tokens)
-            torch.cuda.current_stream(self.device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool):
-                logits = self._forward(tokens)
-            self.graphs[tokens] = (graph, logits)
-            if self.host_out is None:
-                self.host_out = torch.empty(tuple(logits.shape), dtype=torch.float32).pin_memory()
+    def capture_all(self) -> float:
+        """Capture every graph (the largest first: it sizes the shared pool); seconds taken."""
+        start = time.perf_counter()
+        for windows in reversed(self.capacities):
+            for tokens in reversed(self.buckets):
+                side = torch.cuda.Stream(self.device)
+                side.wait_stream(torch.cuda.current_stream(self.device))
+                with torch.cuda.stream(side):
+                    for _ in range(1 if self.graphs else 2):
+                        self._forward(tokens, windows)
+                torch.cuda.current_stream(self.device).wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=self.pool):
+                    logits = self._forward(tokens, windows)
+                self.graphs[tokens, windows] = (graph, logits)
+                if self.host_out is None:
+                    shape = tuple(logits.shape)
+                    self.host_out = torch.empty(shape, dtype=torch.float32).pin_memory()
+        torch.cuda.synchronize(self.device)
+        return time.perf_counter() - start
 
     def fits(self, flat: Any) -> bool:
         return int(flat.cu[-1]) <= self.buckets[-1] and flat.windows <= self.max_windows
 
+    def graph_for(self, tokens: int, windows: int) -> tuple[int, int]:
+        """The (token bucket, window capacity) a batch of this size replays in."""
+        return (
+            next(b for b in self.buckets if b >= tokens),
+            next(c for c in self.capacities if c >= windows),
+        )
+
     @torch.inference_mode()
     def __call__(self, flat: Any, pos: np.ndarray) -> torch.Tensor:
-        tokens = next(b for b in self.buckets if b >= int(flat.cu[-1]))
-        self.staging.stage(flat.ids, pos, flat.cu, self.buckets[-1], self.max_windows)
-        graph, logits = self.graphs[tokens]
+        tokens, windows = self.graph_for(int(flat.cu[-1]), flat.windows)
+        self.staging.stage(flat.ids, pos, flat.cu, self.buckets[-1], windows)
+        graph, logits = self.graphs[tokens, windows]
         graph.replay()
         assert self.host_out is not None
         out = self.host_out[: flat.windows]
@@ -354,15 +382,19 @@ class TritonPythonModel:
             del model
             graphs = self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true"
             if graphs and self.flat.varlen:
+                few = min(max_batch, int(parameter(config, "graph_max_batch", "8")))
                 self.graphs = TokenGraphs(
                     self.flat,
                     self.device,
-                    min(max_batch, int(parameter(config, "graph_max_batch", "8"))) * self.max_len,
+                    few * self.max_len,
                     int(parameter(config, "graph_seq_step", "64")),
                     max_batch,
                     self.max_len,
+                    few,
                 )
-                self.graphs.capture_all()
+                seconds, g = self.graphs.capture_all(), self.graphs
+                print(f"torch-gpu: {len(g.graphs)} CUDA graphs ({len(g.buckets)} token buckets"
+                      f" x windows {g.capacities}): {seconds:.1f} s", file=sys.stderr)  # fmt: skip
             self.staging = Staging(max_batch * self.max_len, max_batch, self.device)
             return
         if self.dtype == flat.FP8:

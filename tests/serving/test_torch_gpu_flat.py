@@ -11,9 +11,11 @@ kernels); on the GPU device, without docq's dependencies or its conftest:
 
 from __future__ import annotations
 
+import functools
 import time
 import types
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -275,6 +277,18 @@ def test_cudnn_blocks_and_first_token_attention_compute_the_checkpoint(
         assert [p.shape for p in pieces] == [(8, width)] and blocks == calls
 
 
+def test_a_small_batch_replays_in_the_smallest_graph_that_holds_it(
+    runtime: types.ModuleType,
+) -> None:
+    assert runtime.window_capacities(8, 64) == [8, 64]
+    assert runtime.window_capacities(8, 8) == runtime.window_capacities(16, 8) == [8]
+    assert runtime.window_capacities(0, 4) == [1, 4]
+    graphs = SimpleNamespace(buckets=[64, 128, 192], capacities=[2, 8])
+    pick = functools.partial(runtime.TokenGraphs.graph_for, graphs)
+    assert pick(64, 1) == (64, 2) and pick(65, 2) == (128, 2)
+    assert pick(100, 3) == (128, 8) and pick(192, 8) == (192, 8)
+
+
 # --- on a GPU ------------------------------------------------------------------------------
 
 
@@ -305,11 +319,12 @@ def test_graphs_per_token_bucket_match_eager_and_the_checkpoint(
     graphs = flat(runtime, version, "GPU", dtype=dtype, graph_max_batch="2")
     eager = flat(runtime, version, "GPU", dtype=dtype, cuda_graphs="false")
     assert eager.graphs is None
-    # multiples of 64 tokens up to graph_max_batch x max_seq_len
-    assert sorted(graphs.graphs.graphs) == [64, 128, 192, 256]
-    small = [windows(3, 40, 11, vocab(version))]  # 3 windows, at most 120 tokens: a replay
+    # multiples of 64 tokens up to graph_max_batch x max_seq_len, for 2 windows and for 8
+    assert sorted(graphs.graphs.graphs) == [(t, w) for t in (64, 128, 192, 256) for w in (2, 8)]
+    small = [windows(3, 40, 11, vocab(version))]  # 3 windows, at most 120 tokens: 8-window graph
+    two = [windows(2, 100, 12, vocab(version))]  # at most 200 tokens: the 2-window graph
     large = batch(version)  # past 256 tokens: eager
-    for requests in (small, large, small):  # the shared buffers leak nothing between calls
+    for requests in (small, two, large, small, two):  # the buffers leak nothing between calls
         for g, e, (ids, mask) in zip(
             served(graphs, requests), served(eager, requests), requests, strict=True
         ):
