@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from bench.gpu.model import build_checkpoint
-from bench.gpu.profile import cuda_ms, kernel_profile, wall_ms
+from bench.gpu.profile import cuda_ms, gap_profile, kernel_profile, wall_ms
 from bench.gpu.shapes import windows
 from serving import pb_stub
 
@@ -80,7 +80,7 @@ def main() -> None:
     ap.add_argument("--variant", action="append", choices=sorted(VARIANTS),
                     help="only these (default: all)")  # fmt: skip
     ap.add_argument("--profile", action="store_true",
-                    help="also GPU time by kernel family, 63 x 512 and 1 x 512")  # fmt: skip
+                    help="GPU time by kernel, idle by host op: 63x512, 1x512")  # fmt: skip
     args = ap.parse_args()
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     kind = "GPU" if device != "cpu" else "CPU"
@@ -142,6 +142,7 @@ def main() -> None:
             print(vname, name, entry[name], flush=True)
             if args.profile and kind == "GPU" and name in ("63x512", "1x512"):
                 profiled = kernel_profile(functools.partial(model.execute, requests))
+                profiled["host_gaps"] = gap_profile(functools.partial(model.execute, requests))
                 entry[f"profile_{name}"] = profiled
                 print(vname, "profile", name, profiled, flush=True)
             if args.profile and kind == "GPU" and name == "1x512" and model.graphs is not None:

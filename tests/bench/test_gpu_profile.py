@@ -44,3 +44,35 @@ def test_the_timeline_splits_busy_gpu_time_from_the_gaps_between_kernels() -> No
         "gpu_busy_ms_per_call": 0.175, "gpu_idle_ms_per_call": 0.375
     }  # fmt: skip
     assert timeline([kernel(0, 9, "CPU")], calls=1) == {}
+
+
+def test_each_gpu_gap_is_put_down_to_the_host_op_that_launched_the_next_kernel() -> None:
+    from bench.gpu.profile import host_gaps
+
+    def x(cat: str, name: str, ts: float, dur: float, corr: int | None = None) -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur,
+                "args": {} if corr is None else {"correlation": corr}}  # fmt: skip
+
+    trace = {"traceEvents": [
+        # the host: one call staging its inputs, then a layer whose kernels it launches late
+        x("cpu_op", "execute", 0, 1000), x("cpu_op", "aten::copy_", 100, 20),
+        x("cpu_op", "aten::linear", 300, 50), x("cpu_op", "aten::mm", 310, 30),
+        x("cuda_runtime", "cudaMemcpyAsync", 105, 5, corr=1),
+        x("cuda_runtime", "cudaLaunchKernel", 320, 5, corr=2),
+        x("cuda_runtime", "cudaLaunchKernel", 330, 5, corr=3),
+        # the GPU: the copy, idle until the late launch, the GEMM, a 3 us gap (too short to
+        # count), a kernel launched long before its own gap, then the late one after the copy
+        x("gpu_memcpy", "Memcpy HtoD", 110, 10, corr=1),
+        x("kernel", "nvjet_gemm", 400, 100, corr=2),
+        x("kernel", "_add_layernorm", 503, 10, corr=3),
+        x("kernel", "flash_fwd", 600, 50, corr=1),
+        {"ph": "i", "name": "marker", "ts": 0},  # not a span: ignored
+    ]}  # fmt: skip
+    got = host_gaps(trace, calls=1)
+    assert got["idle_us_per_call_by_launching_op"] == {
+        "aten::mm": 280.0,  # 120 -> 400: the GPU waited for aten::mm's launch
+        "aten::copy_ (launched before the gap)": 87.0,  # 513 -> 600
+    }
+    assert got["gaps_per_call"] == 2.0
+    assert got["largest_gaps"][0] == {"us": 280.0, "op": "aten::mm", "next": "nvjet_gemm"}
+    assert host_gaps({"traceEvents": []}, calls=1)["gaps_per_call"] == 0
