@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from bench.gpu.gaps import gap_profile
 from bench.gpu.model import build_checkpoint
-from bench.gpu.profile import cuda_ms, gap_profile, kernel_profile, wall_ms
+from bench.gpu.profile import cuda_ms, kernel_profile, wall_ms
 from bench.gpu.shapes import windows
 from serving import pb_stub
 

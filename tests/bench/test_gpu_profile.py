@@ -47,7 +47,7 @@ def test_the_timeline_splits_busy_gpu_time_from_the_gaps_between_kernels() -> No
 
 
 def test_each_gpu_gap_is_put_down_to_the_host_op_that_launched_the_next_kernel() -> None:
-    from bench.gpu.profile import host_gaps
+    from bench.gpu.gaps import host_gaps
 
     def x(cat: str, name: str, ts: float, dur: float, corr: int | None = None) -> dict:
         return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur,
