@@ -101,6 +101,8 @@ def lengths(mask: np.ndarray) -> np.ndarray:
     Ragged runtimes keep only the real tokens, so a mask with holes or left padding, which
     a padded runtime would honour, is refused rather than silently misread. A row of no
     tokens at all (Triton's zero-filled warm-up sample) runs its first token alone."""
+    if mask.all():  # every row full, as a long document's windows are: one pass
+        return np.full(mask.shape[0], max(mask.shape[1], 1), dtype=np.int64)
     n = mask.sum(axis=1)
     if not np.array_equal(mask != 0, np.arange(mask.shape[1]) < n[:, None]):
         raise ValueError("attention_mask rows must be ones followed by zeros (right padding)")
@@ -109,12 +111,15 @@ def lengths(mask: np.ndarray) -> np.ndarray:
 
 def flatten(batch: list[tuple[np.ndarray, np.ndarray]]) -> tuple[Ragged, list[tuple[int, int]]]:
     """Every request's real tokens in one flat array with window offsets, and each request's
-    window range (its rows); masks are right-padded (`lengths` checked them)."""
+    window range (its rows), from each request's ids and its rows' real lengths (`lengths`,
+    which checked the masks)."""
     parts, sizes, bounds, row = [], [], [], 0
-    for ids, mask in batch:
-        n = lengths(mask)
-        keep = np.arange(ids.shape[1]) < n[:, None]
-        parts.append(ids[keep])  # row-major: each row's tokens stay together, in order
+    for ids, n in batch:
+        if (n == ids.shape[1]).all():  # full rows: the ids as they lie
+            parts.append(ids.reshape(-1))
+        else:
+            keep = np.arange(ids.shape[1]) < n[:, None]
+            parts.append(ids[keep])  # row-major: each row's tokens stay together, in order
         sizes.append(n)
         bounds.append((row, row + ids.shape[0]))
         row += ids.shape[0]
@@ -157,7 +162,7 @@ def execute(
     takes the batch flattened (`Ragged`), and a request whose mask is not right-padded is
     refused on its own."""
     responses: list[Any] = [None] * len(requests)
-    valid: list[tuple[int, np.ndarray, np.ndarray]] = []
+    valid: list[tuple[int, np.ndarray, np.ndarray]] = []  # (index, ids, mask or lengths)
     for i, request in enumerate(requests):
         try:
             ids, mask = (read(request, name) for name in INPUTS)
@@ -167,15 +172,13 @@ def execute(
                     f"{list(mask.shape)} differ in shape"
                 )
             check_ids(ids, vocab_size)
-            if ragged:
-                lengths(mask)
-            valid.append((i, ids, mask))
+            valid.append((i, ids, lengths(mask) if ragged else mask))
         except Exception as exc:  # the client's fault: report it on its own response
             responses[i] = pb_utils.InferenceResponse(error=invalid_arg(str(exc)))
     if not valid:
         return responses
     try:
-        batch = [(ids, mask) for _, ids, mask in valid]
+        batch = [(ids, rows) for _, ids, rows in valid]  # rows: the mask, or its lengths
         if ragged:
             flat, bounds = flatten(batch)
             logits = run(flat)

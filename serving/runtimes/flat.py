@@ -90,10 +90,14 @@ def positions(config: Any, ids: np.ndarray, cu: np.ndarray) -> np.ndarray:
     pad_token_id + 1 and gives padding ids pad_token_id (transformers'
     create_position_ids_from_input_ids)."""
     starts = np.repeat(cu[:-1], np.diff(cu)).astype(np.int64)
+    index = np.arange(ids.size, dtype=np.int64) - starts  # each token's index in its window
     if config.model_type == "bert":
-        return np.arange(ids.size, dtype=np.int64) - starts
+        return index
     pad = int(config.pad_token_id)
-    real = (ids != pad).astype(np.int64)
+    real = ids != pad
+    if real.all():  # no padding id among the tokens (the flat batch holds real ones): count
+        return index + (pad + 1)
+    real = real.astype(np.int64)
     counted = np.cumsum(real)
     before = np.concatenate([[0], counted])[starts]  # real tokens before the sequence
     return np.where(real == 1, counted - before + pad, pad)

@@ -176,6 +176,15 @@ def test_positions_follow_each_architecture(runtime: types.ModuleType, version: 
     else:  # RoBERTa counts from pad + 1 in each sequence
         pad = config.pad_token_id
         assert got.tolist() == [pad + 1, pad + 2, pad + 3, pad + 4, pad + 1, pad + 2]
+        # a padding id among the tokens: position pad, and the count skips it, as in a row
+        from transformers.models.roberta.modeling_roberta import RobertaEmbeddings
+
+        ids[1] = pad
+        rows = [torch.from_numpy(ids[a:b])[None] for a, b in ((0, 4), (4, 6))]
+        count = RobertaEmbeddings.create_position_ids_from_input_ids  # transformers' own
+        want = [count(r, pad)[0].tolist() for r in rows]
+        assert flat_module.positions(config, ids, cu).tolist() == want[0] + want[1]
+        assert want[0] == [pad + 1, pad, pad + 2, pad + 3]
 
 
 def test_unsupported_checkpoints_use_the_padded_engine(
