@@ -53,7 +53,8 @@ def host_breakdown(model: Any, requests: list[dict[str, np.ndarray]], repeat: in
     back); the replay alone with a synchronisation; the replay's GPU time (CUDA events).
     Each difference is host time that the GPU waits for."""
     loop = model.execute.__func__.__globals__["execute"]  # docq_execute's, as the model bound it
-    pairs = [(r["input_ids"], r["attention_mask"]) for r in requests]
+    lengths = loop.__globals__["lengths"]
+    pairs = [(r["input_ids"], lengths(r["attention_mask"])) for r in requests]
     batch, _ = loop.__globals__["flatten"](pairs)
     flat = model.execute.__func__.__globals__["flat"]  # the runtime's docq_flat
     pos = flat.positions(model.flat_config, batch.ids, batch.cu)

@@ -27,7 +27,7 @@ def host_gaps(trace: dict[str, Any], calls: int, least_us: float = 5.0) -> dict[
     A gap the GPU spent waiting for a launch ends with work launched after the gap began;
     its op says where the host was (a copy: the staging before a call; a kernel launched
     mid-layer: a launch-bound stretch). Per call: idle microseconds by launching op, and
-    the largest gaps."""
+    the largest gaps with the host ops and CUDA calls that ran longest inside each."""
     events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
     work = sorted((e for e in events if e.get("cat") in GPU_WORK), key=lambda e: e["ts"])
     launch = {
@@ -41,6 +41,18 @@ def host_gaps(trace: dict[str, Any], calls: int, least_us: float = 5.0) -> dict[
         inside = [o for o in ops if o["ts"] <= ts <= o["ts"] + o["dur"]]
         return min(inside, key=lambda o: o["dur"])["name"] if inside else "(no op)"
 
+    host = sorted((e for e in events if e.get("cat") in ("cpu_op", *LAUNCHES)),
+                  key=lambda e: e["ts"])  # fmt: skip
+
+    def during(start: float, stop: float) -> list[list[Any]]:
+        """The host ops and CUDA calls that ran longest inside [start, stop] (us of it)."""
+        spans = [
+            (min(stop, e["ts"] + e["dur"]) - max(start, e["ts"]), e["name"][:50])
+            for e in host
+            if e["ts"] < stop and e["ts"] + e["dur"] > start
+        ]
+        return [[name, round(us, 1)] for us, name in sorted(spans, reverse=True)[:4]]
+
     by_op: dict[str, float] = defaultdict(float)
     gaps = []
     end = work[0]["ts"] + work[0]["dur"] if work else 0.0
@@ -52,7 +64,7 @@ def host_gaps(trace: dict[str, Any], calls: int, least_us: float = 5.0) -> dict[
             waited = call is not None and call["ts"] > end  # launched after the GPU went idle
             key = op if waited else f"{op} (launched before the gap)"
             by_op[key] += gap
-            gaps.append((gap, key, e["name"][:70]))
+            gaps.append((gap, key, e["name"][:70], during(end, e["ts"])))
         end = max(end, e["ts"] + e["dur"])
     gaps.sort(reverse=True)
     return {
@@ -60,7 +72,9 @@ def host_gaps(trace: dict[str, Any], calls: int, least_us: float = 5.0) -> dict[
             k: round(v / calls, 1) for k, v in sorted(by_op.items(), key=lambda kv: -kv[1])
         },
         "gaps_per_call": round(len(gaps) / calls, 1),
-        "largest_gaps": [{"us": round(g, 1), "op": op, "next": n} for g, op, n in gaps[:12]],
+        "largest_gaps": [
+            {"us": round(g, 1), "op": op, "next": n, "host": h} for g, op, n, h in gaps[:12]
+        ],
     }
 
 

@@ -74,5 +74,10 @@ def test_each_gpu_gap_is_put_down_to_the_host_op_that_launched_the_next_kernel()
         "aten::copy_ (launched before the gap)": 87.0,  # 513 -> 600
     }
     assert got["gaps_per_call"] == 2.0
-    assert got["largest_gaps"][0] == {"us": 280.0, "op": "aten::mm", "next": "nvjet_gemm"}
+    assert got["largest_gaps"][0] == {
+        "us": 280.0, "op": "aten::mm", "next": "nvjet_gemm",
+        # inside 120 -> 400: the call, aten::linear, aten::mm and its two launches
+        "host": [["execute", 280.0], ["aten::linear", 50.0], ["aten::mm", 30.0],
+                 ["cudaLaunchKernel", 5.0]],
+    }  # fmt: skip
     assert host_gaps({"traceEvents": []}, calls=1)["gaps_per_call"] == 0
