@@ -101,11 +101,15 @@ def lengths(mask: np.ndarray) -> np.ndarray:
     Ragged runtimes keep only the real tokens, so a mask with holes or left padding, which
     a padded runtime would honour, is refused rather than silently misread. A row of no
     tokens at all (Triton's zero-filled warm-up sample) runs its first token alone."""
-    if mask.all():  # every row full, as a long document's windows are: one pass
-        return np.full(mask.shape[0], max(mask.shape[1], 1), dtype=np.int64)
-    n = mask.sum(axis=1)
-    if not np.array_equal(mask != 0, np.arange(mask.shape[1]) < n[:, None]):
-        raise ValueError("attention_mask rows must be ones followed by zeros (right padding)")
+    n = np.full(mask.shape[0], mask.shape[1], dtype=np.int64)
+    if not mask.all():  # one pass: a long document's windows are full, they end here
+        short = ~mask.all(axis=1)  # only the rows that are not full are read again
+        part = mask[short] != 0
+        counted = part.sum(axis=1)
+        # ones then zeros: the first zero comes right after the last one, as many as there are
+        if not np.array_equal(part.argmin(axis=1), counted):
+            raise ValueError("attention_mask rows must be ones followed by zeros (right padding)")
+        n[short] = counted
     return np.maximum(n, 1)
 
 
@@ -115,8 +119,11 @@ def flatten(batch: list[tuple[np.ndarray, np.ndarray]]) -> tuple[Ragged, list[tu
     which checked the masks)."""
     parts, sizes, bounds, row = [], [], [], 0
     for ids, n in batch:
-        if (n == ids.shape[1]).all():  # full rows: the ids as they lie
+        full = n == ids.shape[1]
+        if full.all():  # full rows: the ids as they lie
             parts.append(ids.reshape(-1))
+        elif full[:-1].all():  # a document's windows: full ones, then its shorter last one
+            parts += [ids[:-1].reshape(-1), ids[-1, : n[-1]]]
         else:
             keep = np.arange(ids.shape[1]) < n[:, None]
             parts.append(ids[keep])  # row-major: each row's tokens stay together, in order

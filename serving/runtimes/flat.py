@@ -190,10 +190,11 @@ def full_first(
     order = np.concatenate([np.flatnonzero(full), np.flatnonzero(~full)])
     new_cu = np.zeros_like(cu)
     np.cumsum(sizes[order], out=new_cu[1:])
-    gather = np.repeat(cu[:-1][order] - new_cu[:-1], sizes[order]) + np.arange(int(cu[-1]))
+    bounds = cu.tolist()  # whole windows copied as slices: fewer passes than a token gather
+    laid = np.concatenate([ids[bounds[i] : bounds[i + 1]] for i in order.tolist()])
     where = np.empty_like(order)
     where[order] = np.arange(order.size)
-    return ids[gather], new_cu, where, dense
+    return laid, new_cu, where, dense
 
 
 def sdpa_per_window(
