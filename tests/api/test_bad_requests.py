@@ -645,6 +645,7 @@ def test_uploads_past_the_parsing_slots_get_429_and_health_still_answers(
                     answers.clear()
                     first = threading.Thread(target=upload)
                     first.start()
+                    time.sleep(0.2)  # room for it to take the slot before the next probe
                 busy = c.post("/v1/jobs", json={"documents": []})  # 422 when it gets a slot
                 if busy.status_code == 429:
                     break
