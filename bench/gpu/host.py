@@ -31,19 +31,10 @@ import torch
 from bench.gpu.model import build_checkpoint
 from bench.gpu.shapes import windows
 from serving import pb_stub
-from serving.runtimes import SOURCES, helpers
+from serving.runtimes import SOURCES, install
 
 ROOT = SOURCES.parents[1]
 SHAPES = {"63x512": (9, 7, 1.0), "63x512p": (9, 7, 0.6), "1x512": (1, 1, 1.0)}
-
-
-def install(runtimes: Path, version: Path) -> Path:
-    """The torch-gpu runtime of the source folder `runtimes` (serving/runtimes of some
-    checkout) laid out in `version` as `docq convert` lays it out; its model.py."""
-    shutil.copyfile(runtimes / "torch_gpu.py", version / "model.py")
-    for name, source in helpers("torch_gpu").items():
-        shutil.copyfile(runtimes / source, version / name)
-    return version / "model.py"
 
 
 def host_us(model_py: Path, checkpoint: Path, repeat: int) -> dict[str, float]:
@@ -96,7 +87,8 @@ def main() -> None:
         for label, runtimes in sources.items():
             folder = work / label.replace("/", "_")
             folder.mkdir()
-            result["runs"][label] = host_us(install(runtimes, folder), checkpoint, args.repeat)
+            install("torch_gpu", folder, runtimes)  # as `docq convert` lays it out
+            result["runs"][label] = host_us(folder / "model.py", checkpoint, args.repeat)
             print(label, result["runs"][label], flush=True)
     finally:
         if args.ref:

@@ -20,10 +20,11 @@ def helpers(runtime: str) -> dict[str, str]:
     return {HELPER: "execute.py", **HELPERS.get(runtime, {})}
 
 
-def install(runtime: str, folder: Path) -> None:
+def install(runtime: str, folder: Path, sources: Path = SOURCES) -> None:
     """Put runtime `runtime` (a module of this package: onnx_cpu, torch_gpu) into a model
     version folder: its model.py and, beside it, the shared request loop and the modules
-    it imports."""
-    shutil.copyfile(SOURCES / f"{runtime}.py", folder / "model.py")
+    it imports (from `sources`: this package, or another checkout's, as bench.gpu.host
+    compares them)."""
+    shutil.copyfile(sources / f"{runtime}.py", folder / "model.py")
     for name, source in helpers(runtime).items():
-        shutil.copyfile(SOURCES / source, folder / name)
+        shutil.copyfile(sources / source, folder / name)
