@@ -44,7 +44,7 @@ def runner(model: Any) -> Any:
 
     def run(batch: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         ids, mask = batch
-        (out,) = model.execute([pb_stub.request(ids, mask)])
+        (out,) = pb_stub.answers(model, [pb_stub.request(ids, mask)])
         return np.asarray(out.output_tensors[0].array, dtype=np.float32)
 
     return run

@@ -2,6 +2,8 @@
 in-process (tests, and the GPU benchmark on a machine without tritonserver).
 
 A request is a dict of numpy arrays: numpy arrays speak DLPack as Triton's tensors do.
+`request()` makes one that also has a response sender, for a model that answers after
+execute() returned (`Request.answer` waits for that answer).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,44 @@ class InferenceResponse:
         self, output_tensors: list[Tensor] | None = None, error: TritonError | None = None
     ) -> None:
         self.output_tensors, self.error = output_tensors or [], error
+
+
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+
+
+class InferenceResponseSender:
+    """Keeps what a model sends; like Triton's default mode, refuses a second response or
+    a response after the final flag."""
+
+    def __init__(self) -> None:
+        self.responses: list[InferenceResponse] = []
+        self.final = threading.Event()
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        if self.final.is_set() or (response is not None and self.responses):
+            raise RuntimeError("a default-mode model sends one response per request")
+        if response is not None:
+            self.responses.append(response)
+        if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+            self.final.set()
+
+
+class Request(dict[str, np.ndarray]):
+    """A request's input arrays by name, with its response sender."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sender = InferenceResponseSender()
+
+    def get_response_sender(self) -> InferenceResponseSender:
+        return self.sender
+
+    def answer(self, timeout: float = 30.0) -> InferenceResponse:
+        """The one response sent for this request, once the final flag came with it."""
+        if not self.sender.final.wait(timeout):
+            raise TimeoutError("no final response")
+        (response,) = self.sender.responses
+        return response
 
 
 def get_input_tensor_by_name(request: dict[str, np.ndarray], name: str) -> np.ndarray | None:
@@ -119,5 +160,18 @@ def instance(
     return model
 
 
-def request(ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
-    return {"input_ids": ids, "attention_mask": mask}
+def answers(model: Any, requests: list[Any]) -> list[InferenceResponse]:
+    """`model`'s responses to `requests`, in order: what execute() returned, or, where it
+    returned None (it answers from a thread of its own), what it sent for each. Each call
+    is a new request to the model: a request object used before gets a new sender."""
+    for r in requests:
+        if isinstance(r, Request):
+            r.sender = InferenceResponseSender()
+    returned = model.execute(requests)
+    if returned is not None:
+        return list(returned)
+    return [r.answer() for r in requests]
+
+
+def request(ids: np.ndarray, mask: np.ndarray) -> Request:
+    return Request(input_ids=ids, attention_mask=mask)

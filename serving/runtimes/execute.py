@@ -24,10 +24,22 @@ built with `pb_utils.Tensor(name, array)` (`Tensor.from_dlpack` on a numpy array
 stub); under numpy 2 that array reaches the client empty, so a runtime that holds torch
 returns a torch tensor, which goes out through DLPack (`Tensor.from_dlpack`), right with
 either numpy.
+
+A GPU runtime can overlap one batch's host work with the last one's kernels: with a
+`Responder`, `run` may return a function that waits for the logits (the batch is queued on
+the GPU, its copy back enqueued) instead of the logits, and execute() returns None at once;
+the responder's thread waits and answers each request through its response sender. Triton's
+Python backend allows this in the default (non-decoupled) mode since 24.06: one response per
+request, sent with the FINAL flag, after execute() returned (the requests' input tensors are
+freed on return, so `run` must have copied them by then). Logits `run` returns as such are
+answered by execute() itself, as without a responder.
 """
 
 from __future__ import annotations
 
+import queue
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -154,6 +166,64 @@ def pad(
     return input_ids, attention_mask, bounds
 
 
+class Responder:
+    """Answers batches from a thread of its own, so that execute() can return while its
+    batch still runs on the GPU and the next execute()'s host work (reading, layout,
+    staging, launches) overlaps this one's kernels.
+
+    At most `depth` batches are in flight: `begin` waits for a slot (a third batch queued
+    behind two would only wait on the GPU, holding its memory). Jobs run in order, each
+    sends its batch's responses; `close` answers what is queued, then stops the thread."""
+
+    def __init__(self, depth: int = 2) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._slots = threading.BoundedSemaphore(depth)
+        self._thread = threading.Thread(target=self._loop, name="docq-responder", daemon=True)
+        self._thread.start()
+
+    def begin(self) -> None:
+        self._slots.acquire()
+
+    def end(self) -> None:
+        """Give back the slot of a batch answered in execute() itself."""
+        self._slots.release()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job()
+            except Exception as exc:  # answer() catches the run's errors: this is a bug
+                print(f"docq_execute: responder job failed: {exc!r}", file=sys.stderr)
+            finally:
+                self._slots.release()
+
+
+def _send(sender: Any, response: Any) -> None:
+    """`response` as its request's one and final response; a send the server refuses (its
+    client gone, the request cancelled) is logged, and the batch's other requests still go."""
+    try:
+        sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    except Exception as exc:
+        print(f"docq_execute: a response could not be sent: {exc}", file=sys.stderr)
+
+
+def _failed(exc: BaseException, runtime: str, invalid: tuple[type[BaseException], ...]) -> Any:
+    """The error response of every request of a run that raised `exc`."""
+    message = f"{runtime} failed: {exc}"
+    if isinstance(exc, invalid):
+        error = invalid_arg(message)
+    else:
+        error = pb_utils.TritonError(message, pb_utils.TritonError.INTERNAL)
+    return pb_utils.InferenceResponse(error=error)
+
+
 def execute(
     requests: list[Any],
     run: Run,
@@ -162,12 +232,16 @@ def execute(
     vocab_size: int | None = None,
     invalid: tuple[type[BaseException], ...] = (),
     ragged: bool = False,
-) -> list[Any]:
+    responder: Responder | None = None,
+) -> list[Any] | None:
     """One response per request, in order: a bad request fails alone (INVALID_ARG), a
     failed run fails the requests of that run (`runtime` names it in the error): with
     INVALID_ARG when `run` raised one of `invalid`, else INTERNAL. With `ragged`, `run`
     takes the batch flattened (`Ragged`), and a request whose mask is not right-padded is
-    refused on its own."""
+    refused on its own. With a `responder`, where `run` returns a function that waits for
+    the logits, every response goes through its request's response sender (a bad request's
+    at once, the batch's from the responder's thread once the logits are back) and execute()
+    returns None."""
     responses: list[Any] = [None] * len(requests)
     valid: list[tuple[int, np.ndarray, np.ndarray]] = []  # (index, ids, mask or lengths)
     for i, request in enumerate(requests):
@@ -182,24 +256,54 @@ def execute(
             valid.append((i, ids, lengths(mask) if ragged else mask))
         except Exception as exc:  # the client's fault: report it on its own response
             responses[i] = pb_utils.InferenceResponse(error=invalid_arg(str(exc)))
+
+    def answer(logits: Any, bounds: list[tuple[int, int]], senders: list[Any] | None) -> None:
+        """Each valid request's rows of `logits` (a function that waits for them: called
+        here), or every one of them the run's error; sent through `senders` if given."""
+        try:
+            ready = logits() if callable(logits) else logits
+            for (i, _, _), (a, b) in zip(valid, bounds, strict=True):
+                responses[i] = pb_utils.InferenceResponse(output_tensors=[output(ready[a:b])])
+        except Exception as exc:  # the runtime failed: every request of this run fails
+            for i, _, _ in valid:
+                responses[i] = _failed(exc, runtime, invalid)
+        if senders is not None:
+            for i, _, _ in valid:
+                _send(senders[i], responses[i])
+
     if not valid:
         return responses
+    batch = [(ids, rows) for _, ids, rows in valid]  # rows: the mask, or its lengths
+    if responder is not None:
+        responder.begin()
     try:
-        batch = [(ids, rows) for _, ids, rows in valid]  # rows: the mask, or its lengths
         if ragged:
             flat, bounds = flatten(batch)
             logits = run(flat)
         else:
             input_ids, attention_mask, bounds = pad(batch)
             logits = run(input_ids, attention_mask)
-        for (i, _, _), (a, b) in zip(valid, bounds, strict=True):
-            responses[i] = pb_utils.InferenceResponse(output_tensors=[output(logits[a:b])])
-    except Exception as exc:  # the runtime failed: every request of this run fails
-        message = f"{runtime} failed: {exc}"
-        if isinstance(exc, invalid):
-            error = invalid_arg(message)
-        else:
-            error = pb_utils.TritonError(message, pb_utils.TritonError.INTERNAL)
-        for i, _, _ in valid:
-            responses[i] = pb_utils.InferenceResponse(error=error)
-    return responses
+    except Exception as exc:  # answered here, as the run's logits would be
+        logits, bounds, later = _raise(exc), [(0, 0)] * len(valid), False
+    else:
+        later = responder is not None and callable(logits)
+    if responder is None or not later:  # answered here, returned to Triton
+        answer(logits, bounds, None)
+        if responder is not None:
+            responder.end()
+        return responses
+    senders = [r.get_response_sender() for r in requests]  # taken while the requests live
+    for i, response in enumerate(responses):
+        if response is not None:  # a bad request's error: now
+            _send(senders[i], response)
+    responder.submit(lambda: answer(logits, bounds, senders))
+    return None
+
+
+def _raise(exc: BaseException) -> Callable[[], Any]:
+    """A stand-in for a run's logits that raises the run's error where they are read."""
+
+    def logits() -> Any:
+        raise exc
+
+    return logits

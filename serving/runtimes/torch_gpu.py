@@ -25,6 +25,17 @@ in pinned host buffers and copied in one transfer per input. `sdpa_backend` (fla
 efficient, math; empty: PyTorch's choice) puts one attention kernel first.
 Logits go back as a CPU torch tensor, through DLPack (docq_execute).
 
+With `overlap` (on by default for GPU instances), execute() of an eager batch returns once
+the batch is queued on the GPU and its logits' copy back enqueued, and a responder thread
+(docq_execute) waits for that copy and answers; the next execute()'s host work (reading
+the requests, the flat layout, staging, the launches) then runs while this batch's kernels
+do, instead of leaving the GPU idle for it (bench/gpu/NOTES.md: 1.3-2.3 ms a large call on
+the H200). A small batch (a graph replay) is answered in execute() itself: one request at
+a time has no next batch to overlap, and the responder's hop cost (1, 512) 0.4 ms on the
+H200. Everything a batch reads lives in buffers a later batch cannot overwrite first: its
+inputs in one of two pinned host slots (a slot is reused only after its copy ran), the
+device buffers and graph outputs in stream order, its logits in host memory of their own.
+
 An instance of kind CPU runs float32 eagerly on the CPU, so that the same file can be
 served, and tested, by the CPU-only tritonserver.
 The model is written self-contained: it runs inside the stub, not inside docq.
@@ -43,7 +54,7 @@ from typing import Any
 import docq_flat as flat  # copied beside this file
 import numpy as np
 import torch
-from docq_execute import execute, parameter  # copied beside this file
+from docq_execute import Responder, execute, parameter  # copied beside this file
 from transformers import AutoModelForSequenceClassification
 
 DTYPES: dict[str, torch.dtype | str] = {
@@ -202,22 +213,29 @@ class CudaGraphs:
 
 
 class Staging:
-    """One execute()'s flat inputs in one pinned host buffer, copied in one transfer.
+    """One execute()'s flat inputs in a pinned host buffer, copied in one transfer.
 
     Layout for `tokens` and `windows`: ids [tokens] | positions [tokens] | offsets
     [windows + 1] | order [windows], all int64 (the offsets become int32 on the device;
     `order`: each request window's index among the laid-out ones). Tokens past the batch's
     own are id 0 at position 0 in no window; windows past its own are empty (offsets repeat
-    the last) and their logits, read from window 0, are dropped."""
+    the last) and their logits, read from window 0, are dropped.
+
+    On a GPU the host buffer is one of two slots, used in turn: the next batch is staged
+    while this one's copy may still wait behind the kernels of the one before (overlap),
+    and a slot is written only once its last copy ran (an event says so)."""
 
     def __init__(self, tokens: int, windows: int, device: str) -> None:
-        self.capacity = (tokens, windows)
+        self.capacity, self.device = (tokens, windows), device
         size = 2 * tokens + 2 * windows + 1
-        self.host = torch.zeros(size, dtype=torch.int64)
-        self.device_buffer = self.host  # a CPU instance reads the host buffer itself
+        self.device_buffer = torch.zeros(size, dtype=torch.int64)
+        self.hosts = [self.device_buffer]  # a CPU instance reads the host buffer itself
+        self.copied: list[Any] = [None]
         if device != "cpu":
-            self.host = self.host.pin_memory()
+            self.hosts = [torch.zeros(size, dtype=torch.int64).pin_memory() for _ in range(2)]
+            self.copied = [torch.cuda.Event() for _ in self.hosts]
             self.device_buffer = torch.zeros(size, dtype=torch.int64, device=device)
+        self.turn = 0
 
     @staticmethod
     def views(buffer: torch.Tensor, tokens: int, windows: int) -> tuple[torch.Tensor, ...]:
@@ -240,14 +258,19 @@ class Staging:
         the device buffer, the offsets still int64; `order` (None: as laid out) as
         flat.full_first gives it."""
         n, t = cu.size - 1, int(cu[-1])
-        h_ids, h_pos, h_cu, h_order = (v.numpy() for v in self.views(self.host, tokens, windows))
+        host, copied = self.hosts[self.turn], self.copied[self.turn]
+        self.turn = (self.turn + 1) % len(self.hosts)
+        if copied is not None:
+            copied.synchronize()  # this slot's last copy has run (at once unless overlapped)
+        h_ids, h_pos, h_cu, h_order = (v.numpy() for v in self.views(host, tokens, windows))
         h_ids[:t], h_ids[t:] = ids, 0
         h_pos[:t], h_pos[t:] = pos, 0
         h_cu[: n + 1], h_cu[n + 1 :] = cu, t
         h_order[:n], h_order[n:] = np.arange(n) if order is None else order, 0
         used = 2 * tokens + 2 * windows + 1
-        if self.device_buffer is not self.host:
-            self.device_buffer[:used].copy_(self.host[:used], non_blocking=True)
+        if copied is not None:
+            self.device_buffer[:used].copy_(host[:used], non_blocking=True)
+            copied.record(torch.cuda.current_stream(self.device))
         return self.views(self.device_buffer, tokens, windows)
 
 
@@ -271,7 +294,8 @@ class TokenGraphs:
     (the padded runtime needed one per rows x length); the second capacity keeps a batch
     of one window from running the grid of max_batch_size. Attention runs flash varlen
     inside the graph over the staged offsets, with the model's max_seq_len as its grid
-    bound. The graphs share one memory pool: one instance runs one call at a time."""
+    bound. The graphs share one memory pool: one instance runs one call at a time, and
+    a call's logits are read (its copy back enqueued) before the next call replays."""
 
     def __init__(
         self, encoder: Any, device: str, max_tokens: int, step: int, max_windows: int,
@@ -284,7 +308,6 @@ class TokenGraphs:
         self.staging = Staging(self.buckets[-1], max_windows, device)
         self.pool = torch.cuda.graph_pool_handle()
         self.graphs: dict[tuple[int, int], tuple[Any, torch.Tensor]] = {}
-        self.host_out: torch.Tensor | None = None
 
     def _forward(self, tokens: int, windows: int) -> torch.Tensor:
         ids, pos, cu64, order = self.staging.views(
@@ -310,9 +333,6 @@ class TokenGraphs:
                 with torch.cuda.graph(graph, pool=self.pool):
                     logits = self._forward(tokens, windows)
                 self.graphs[tokens, windows] = (graph, logits)
-                if self.host_out is None:
-                    shape = tuple(logits.shape)
-                    self.host_out = torch.empty(shape, dtype=torch.float32).pin_memory()
         torch.cuda.synchronize(self.device)
         return time.perf_counter() - start
 
@@ -328,15 +348,13 @@ class TokenGraphs:
 
     @torch.inference_mode()
     def __call__(self, flat: Any, pos: np.ndarray) -> torch.Tensor:
+        """The batch's logits on the device: the graph's own output, which the next replay
+        overwrites (copy them back before)."""
         tokens, windows = self.graph_for(int(flat.cu[-1]), flat.windows)
         self.staging.stage(flat.ids, pos, flat.cu, self.buckets[-1], windows)
         graph, logits = self.graphs[tokens, windows]
         graph.replay()
-        assert self.host_out is not None
-        out = self.host_out[: flat.windows]
-        out.copy_(logits[: flat.windows], non_blocking=True)
-        torch.cuda.current_stream(self.device).synchronize()
-        return out.clone()  # the pinned buffer is the next call's
+        return logits[: flat.windows]
 
 
 class TritonPythonModel:
@@ -357,6 +375,8 @@ class TritonPythonModel:
         max_batch = int(config.get("max_batch_size", 0)) or 1
         self.graphs: CudaGraphs | TokenGraphs | None = None
         self.flat: Any = None
+        overlap = parameter(config, "overlap", "true" if self.device != "cpu" else "false")
+        self.responder = Responder() if overlap == "true" else None
         engine = parameter(config, "engine", "flat")
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -412,8 +432,9 @@ class TritonPythonModel:
             )
             self.graphs.capture_all()
 
-    def execute(self, requests: list[Any]) -> list[Any]:
-        """One response per request, in order (docq_execute joins them into one call)."""
+    def execute(self, requests: list[Any]) -> list[Any] | None:
+        """One response per request, in order (docq_execute joins them into one call); with
+        `overlap`, sent from the responder's thread (None returned)."""
         # Ids are checked against the vocabulary before the run: on CUDA an out-of-range
         # embedding index is a device-side assert that poisons the context for good.
         return execute(
@@ -423,12 +444,32 @@ class TritonPythonModel:
             vocab_size=self.vocab_size,
             invalid=(IndexError,),
             ragged=self.flat is not None,
+            responder=self.responder,
         )
 
+    def _back(self, logits: torch.Tensor, later: bool) -> Any:
+        """The logits on the host: now, or (`later`, with `overlap`) a function that waits
+        for them (their copy is enqueued behind the batch's kernels, into host memory of
+        its own)."""
+        if self.device == "cpu":
+            host, done = logits, None
+        else:
+            host = logits.to("cpu", non_blocking=True)  # pinned, from torch's host allocator
+            done = torch.cuda.Event()
+            done.record(torch.cuda.current_stream(self.device))
+
+        def wait() -> torch.Tensor:
+            if done is not None:
+                done.synchronize()  # without the GIL: the next execute() runs meanwhile
+            return host
+
+        return wait if later and self.responder is not None else wait()
+
     @torch.inference_mode()
-    def _run_flat(self, batch: Any) -> torch.Tensor:
+    def _run_flat(self, batch: Any) -> Any:
         if isinstance(self.graphs, TokenGraphs) and self.graphs.fits(batch):
-            return self.graphs(batch, flat.positions(self.flat_config, batch.ids, batch.cu))
+            pos = flat.positions(self.flat_config, batch.ids, batch.cu)
+            return self._back(self.graphs(batch, pos), later=False)
         ids, cu, order, dense = batch.ids, batch.cu, None, 0
         if self.flat.attention == "cudnn":  # full windows first: one cuDNN block
             ids, cu, order, dense = flat.full_first(batch.ids, batch.cu, self.max_len)
@@ -438,7 +479,7 @@ class TritonPythonModel:
         logits = self.flat.forward(
             ids_d, pos_d, cu_d.to(torch.int32), order_d, batch.longest, cu, dense=dense
         )
-        return logits.cpu()
+        return self._back(logits, later=True)
 
     @torch.inference_mode()
     def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
@@ -455,6 +496,8 @@ class TritonPythonModel:
         return logits.float().cpu()
 
     def finalize(self) -> None:
+        if self.responder is not None:
+            self.responder.close()  # what is in flight is answered first
         self.graphs = None
         self.flat = None
         self.model = None  # type: ignore[assignment]

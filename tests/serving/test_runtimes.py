@@ -2,14 +2,17 @@
 
 The tiny checkpoint is converted for onnx-cpu (FP32, INT8, and FP32 fused by ONNX Runtime's
 transformer optimizer), openvino-cpu (FP32) and torch-gpu (its runtime, run by an instance
-of kind CPU, as the CPU-only server can run it), published into a temporary repository,
-served, and compared with PyTorch. The `onnxruntime` platform needs
-Triton's ONNX Runtime backend, which only the NGC container ships.
+of kind CPU, as the CPU-only server can run it; once more with `overlap` on, answering each
+request through its response sender from the runtime's responder thread after execute()
+returned), published into a temporary repository, served, and compared with PyTorch. The
+`onnxruntime` platform needs Triton's ONNX Runtime backend, which only the NGC container
+ships.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +32,7 @@ MODELS = {
     "tiny-onnx": convert.Target("tiny-onnx", "onnx-cpu", max_seq_len=128, threads=1),
     "tiny-int8": convert.Target("tiny-int8", "onnx-cpu", "int8", max_seq_len=128, threads=1),
     "tiny-torch": convert.Target("tiny-torch", "torch-gpu", max_seq_len=128, threads=1),
+    "tiny-overlap": convert.Target("tiny-overlap", "torch-gpu", max_seq_len=128, threads=1),
     "tiny-fused": convert.Target("tiny-fused", "onnx-cpu", max_seq_len=128, threads=1, fuse=True),
     "tiny-openvino": convert.Target("tiny-openvino", "openvino-cpu", max_seq_len=128, threads=1),
 }
@@ -42,6 +46,8 @@ def served(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         if target.runtime == "torch-gpu":
             # Served by the CPU-only server: same runtime file, an instance of kind CPU.
             staged.config.instance_group[0].kind = mc.ModelInstanceGroup.KIND_CPU
+        if name == "tiny-overlap":  # a GPU instance's default, asked of a CPU one
+            staged.config.parameters["overlap"].string_value = "true"
         convert.publish(staged, root / "repo")
     with triton_server(
         root / "repo", root / "triton.log", extra=["--model-control", "none"]
@@ -56,7 +62,13 @@ def _batch() -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize(
     ("name", "atol"),
-    [("tiny-onnx", 1e-4), ("tiny-torch", 1e-4), ("tiny-fused", 1e-4), ("tiny-openvino", 1e-4)],
+    [
+        ("tiny-onnx", 1e-4),
+        ("tiny-torch", 1e-4),
+        ("tiny-overlap", 1e-4),
+        ("tiny-fused", 1e-4),
+        ("tiny-openvino", 1e-4),
+    ],
 )
 def test_served_fp32_runtimes_compute_what_pytorch_computes(
     served: str, tiny_checkpoint: Path, name: str, atol: float
@@ -100,6 +112,49 @@ def test_a_token_outside_the_vocabulary_is_invalid_argument_not_internal(
     assert refused.value.status() == "StatusCode.INVALID_ARGUMENT", refused.value
     assert client.is_model_ready(name)  # still serving
     client.close()
+
+
+def test_answers_sent_after_execute_returned_reach_each_request(
+    served: str, tiny_checkpoint: Path
+) -> None:
+    """With `overlap`, execute() returns None and the responder's thread sends each
+    request's one final response: concurrent requests batched into one execute() each get
+    their own rows, and a bad request among them is refused alone (INVALID_ARGUMENT)."""
+    model, _ = load_checkpoint(tiny_checkpoint)
+    reference = parity.torch_runner(model)
+    batches = convert.sample_batches(30522, 128, seed=5) + convert.sample_batches(
+        30522, 128, seed=6
+    )
+    bad_ids = batches[2][0].copy()
+    bad_ids[0, 1] = 30522  # one past the vocabulary
+
+    def infer(ids: np.ndarray, mask: np.ndarray) -> np.ndarray | InferenceServerException:
+        client = grpcclient.InferenceServerClient(served)
+        inputs = []
+        for key, array in (("input_ids", ids), ("attention_mask", mask)):
+            tensor = grpcclient.InferInput(key, list(array.shape), "INT64")
+            tensor.set_data_from_numpy(array)
+            inputs.append(tensor)
+        try:
+            return client.infer("tiny-overlap", inputs, client_timeout=60).as_numpy("logits")
+        except InferenceServerException as exc:
+            return exc
+        finally:
+            client.close()
+
+    cases = [*batches, (bad_ids, batches[2][1])] * 4
+    with ThreadPoolExecutor(len(cases)) as pool:
+        answers = list(pool.map(lambda case: infer(*case), cases))
+    for (ids, mask), got in zip(cases, answers, strict=True):
+        if ids is bad_ids:
+            assert isinstance(got, InferenceServerException)
+            assert got.status() == "StatusCode.INVALID_ARGUMENT", got
+        else:
+            assert isinstance(got, np.ndarray), got
+            np.testing.assert_allclose(got, reference((ids, mask)), atol=1e-4)
+    stats = grpcclient.InferenceServerClient(served).get_inference_statistics("tiny-overlap")
+    (model_stats,) = stats.model_stats
+    assert model_stats.inference_stats.success.count >= len(batches) * 4
 
 
 def test_every_served_config_is_the_one_published(served: str) -> None:

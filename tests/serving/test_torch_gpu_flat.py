@@ -5,13 +5,14 @@ The CPU tests run everywhere (attention per sequence, FP8 emulated). The CUDA te
 where CUDA is (varlen flash attention, CUDA graphs per token bucket, OpenAI Triton
 kernels); on the GPU device, without docq's dependencies or its conftest:
 
-    python3 -m pytest --noconftest -p no:cacheprovider -o addopts= \\
+    python3 -m pytest --noconftest -p no:cacheprovider -o addopts= -p tests.tiers \\
         tests/serving/test_torch_gpu_flat.py
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
 import types
 from pathlib import Path
@@ -92,7 +93,7 @@ def batch(version: Path) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def served(model: Any, requests: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-    responses = model.execute([request(ids, mask) for ids, mask in requests])
+    responses = pb_stub.answers(model, [request(ids, mask) for ids, mask in requests])
     for r in responses:
         assert r.error is None, r.error.message
     return [r.output_tensors[0].array for r in responses]
@@ -156,7 +157,7 @@ def test_a_mask_that_is_not_right_padded_is_refused_alone(
     holed = (good[0].copy(), good[1].copy())
     holed[1][0, 5] = 0  # a hole: a padded runtime would honour it, a flat one cannot
     empty = (good[0][:1].copy(), np.zeros_like(good[1][:1]))  # Triton's warm-up sample
-    responses = model.execute([request(*good), request(*holed), request(*empty)])
+    responses = pb_stub.answers(model, [request(*good), request(*holed), request(*empty)])
     assert responses[0].error is None and responses[2].error is None
     refused = responses[1]
     assert refused.error is not None and "right padding" in refused.error.message
@@ -380,3 +381,124 @@ def test_kernels_compute_what_pytorch_computes(runtime: types.ModuleType) -> Non
     g8, g_scale = kernels.gelu_quantize(h, bias)
     exact = torch.nn.functional.gelu(h.float() + bias.float())
     torch.testing.assert_close(g8.float() * g_scale, exact, atol=0.1, rtol=0.07)
+
+
+def test_overlap_answers_each_request_through_its_sender(
+    runtime: types.ModuleType, version: Path
+) -> None:
+    """execute() returns None and the responder's thread sends each request's one final
+    response: the rows a synchronous instance returns, a bad request refused alone."""
+    overlapped = flat(runtime, version, "CPU", overlap="true")
+    plain = flat(runtime, version, "CPU")
+    assert overlapped.responder is not None and plain.responder is None  # CPU: off by default
+    good = batch(version)
+    beyond = (good[0][0].copy(), good[0][1])
+    beyond[0][0, 1] = vocab(version)  # past the embedding: refused before the run
+    requests = [request(*good[0]), request(*beyond), request(*good[1]), request(*good[2])]
+    assert overlapped.execute(requests) is None
+    answers = [r.answer() for r in requests]
+    assert answers[1].error is not None and answers[1].error.code == pb_stub.TritonError.INVALID_ARG
+    expected = served(plain, good)
+    for got, want in zip([answers[0], *answers[2:]], expected, strict=True):
+        assert got.error is None, got.error.message
+        np.testing.assert_allclose(got.output_tensors[0].array, want, atol=1e-6)
+    overlapped.finalize()
+    assert not overlapped.responder._thread.is_alive()  # finalize stops the thread
+
+
+def test_the_responder_holds_at_most_depth_batches_and_fails_a_failed_run(
+    runtime: types.ModuleType,
+) -> None:
+    """A third batch waits until the first is answered; logits a run returns as such, or
+    its error, are answered in execute() itself and give their slot back; logits that
+    cannot be read fail every request of their batch (INTERNAL), and the next batch runs."""
+    responder = runtime.Responder(depth=2)
+    gates: list[Any] = []
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> Any:
+        if ids[0, 0] == 7:
+            raise RuntimeError("the GPU fell over")
+        if ids[0, 0] == 6:  # ready at once: no function to wait on
+            return ids[:, :2].astype(np.float32)
+        gate = threading.Event()
+        gates.append(gate)
+        logits = ids[:, :2].astype(np.float32)
+
+        def wait() -> np.ndarray:
+            if not gate.wait(10):
+                raise TimeoutError("never released")
+            if ids[0, 0] == 8:
+                raise RuntimeError("the copy back failed")
+            return logits
+
+        return wait
+
+    def batch_of(first: int) -> Any:
+        ids = np.full((2, 3), first, dtype=np.int64)
+        return request(ids, np.ones_like(ids))
+
+    def go(r: Any) -> None:
+        assert runtime.execute([r], run, "test", responder=responder) is None
+
+    a, b, c = batch_of(1), batch_of(2), batch_of(3)
+    go(a)
+    go(b)  # two in flight: both returned at once
+    third = threading.Thread(target=go, args=(c,))
+    third.start()
+    time.sleep(0.2)
+    assert len(gates) == 2 and third.is_alive()  # the third waits for a slot
+    gates[0].set()
+    assert a.answer().output_tensors[0].array.tolist() == [[1, 1], [1, 1]]
+    third.join(5)
+    assert not third.is_alive() and len(gates) == 3
+    for gate in gates[1:]:
+        gate.set()
+    assert b.answer().output_tensors[0].array[0, 0] == 2
+    assert c.answer().output_tensors[0].array[0, 0] == 3
+    for first, message in ((7, "fell over"), (6, None)):  # 3 each: their slots came back
+        for _ in range(3):
+            (answered,) = runtime.execute([batch_of(first)], run, "test", responder=responder)
+            if message is None:
+                assert answered.error is None and answered.output_tensors[0].array[0, 0] == 6
+            else:
+                assert answered.error.code == pb_stub.TritonError.INTERNAL
+                assert message in answered.error.message
+    unread = batch_of(8)
+    go(unread)
+    gates[-1].set()
+    error = unread.answer().error
+    assert error is not None and error.code == pb_stub.TritonError.INTERNAL
+    assert "copy back failed" in error.message
+    after = batch_of(4)
+    go(after)
+    gates[-1].set()
+    assert after.answer().output_tensors[0].array[0, 0] == 4
+    responder.close()
+
+
+@cuda
+def test_batches_in_flight_keep_their_own_inputs_and_logits(
+    runtime: types.ModuleType, version: Path
+) -> None:
+    """Back to back on the GPU with overlap (the default): an eager batch's execute()
+    returns while it runs and the next stages and runs meanwhile, a graph's (one output
+    buffer) answers at once behind them, and every answer is the one its own batch
+    computes alone."""
+    model = flat(runtime, version, "GPU", graph_max_batch="2")  # FP16: graphs need flash
+    plain = flat(runtime, version, "GPU", graph_max_batch="2", overlap="false")
+    assert model.responder is not None and plain.responder is None
+    assert model.graphs is not None
+    v = vocab(version)
+    shapes = [(1, 40), (2, 100), (3, MAX_SEQ_LEN), (1, 7), (5, 77), (2, 64)] * 4
+    cases = [windows(rows, length, seed, v) for seed, (rows, length) in enumerate(shapes)]
+    requests = [request(*case) for case in cases]
+    returned = [model.execute([r]) for r in requests]
+    assert all(answer is None for answer in returned[2::6])  # (3, 128), eager: answered later
+    assert all(answer is not None for answer in returned[::6])  # (1, 40), a graph: at once
+    for r, answer, case in zip(requests, returned, cases, strict=True):
+        got = r.answer() if answer is None else answer[0]
+        assert got.error is None, got.error.message
+        (want,) = served(plain, [case])
+        # the same kernels on the same rows: equal but for FP16 rounding, where a batch
+        # that read another's inputs or logits would be off by whole logits
+        np.testing.assert_allclose(got.output_tensors[0].array, want, atol=2e-3)

@@ -4,7 +4,7 @@ the utilities Triton's Python-backend stub provides.
 The CPU tests run everywhere. The CUDA-graph tests run where CUDA is; on the GPU device,
 which has neither docq's dependencies nor a use for its conftest:
 
-    python3 -m pytest --noconftest -p no:cacheprovider -o addopts= \\
+    python3 -m pytest --noconftest -p no:cacheprovider -o addopts= -p tests.tiers \\
         tests/serving/test_torch_gpu_runtime.py
 """
 
@@ -90,13 +90,14 @@ def test_cpu_instance_answers_each_request_with_its_rows(
     bad = {"input_ids": a[0], "attention_mask": b[1]}  # shapes differ: this request alone fails
     beyond = a[0].copy()
     beyond[0, 3] = model.model.config.vocab_size  # an id past the embedding: refused, not run
-    responses = model.execute(
+    responses = pb_stub.answers(
+        model,
         [
             {"input_ids": a[0], "attention_mask": a[1]},
             bad,
             {"input_ids": b[0], "attention_mask": b[1]},
             {"input_ids": beyond, "attention_mask": a[1]},
-        ]
+        ],
     )
     assert responses[1].error is not None and "differ in shape" in responses[1].error.message
     assert responses[3].error is not None and "must lie in" in responses[3].error.message
@@ -128,15 +129,15 @@ def test_graph_replays_compute_what_the_checkpoint_computes(
     eager = instance(runtime, version, "GPU", dtype="float32", cuda_graphs="false")
     assert eager.graphs is None
     ids, mask = windows(rows, length, rows * 1000 + length)
-    (got,) = graphs.execute([request(ids, mask)])[0].output_tensors
-    (plain,) = eager.execute([request(ids, mask)])[0].output_tensors
+    (got,) = pb_stub.answers(graphs, [request(ids, mask)])[0].output_tensors
+    (plain,) = pb_stub.answers(eager, [request(ids, mask)])[0].output_tensors
     expected = reference(version, ids, mask)
     # padded up to a bucket and replayed: the same logits as eager, up to float rounding
     np.testing.assert_allclose(got.array, plain.array, atol=1e-4)
     np.testing.assert_allclose(got.array, expected, atol=1e-3)
     # the same buffers serve the next call of another shape without leaking rows
     small = windows(1, 9, 7)
-    (again,) = graphs.execute([request(*small)])[0].output_tensors
+    (again,) = pb_stub.answers(graphs, [request(*small)])[0].output_tensors
     np.testing.assert_allclose(again.array, reference(version, *small), atol=1e-3)
 
 
@@ -149,7 +150,7 @@ def test_full_windows_run_eagerly_without_a_mask(
     rng = np.random.default_rng(rows + length)
     ids = rng.integers(1000, 30000, (rows, length), dtype=np.int64)
     mask = np.ones_like(ids)  # every row full: the eager call passes no mask
-    (got,) = graphs.execute([request(ids, mask)])[0].output_tensors
+    (got,) = pb_stub.answers(graphs, [request(ids, mask)])[0].output_tensors
     np.testing.assert_allclose(got.array, reference(version, ids, mask), atol=1e-3)
 
 
@@ -157,7 +158,7 @@ def test_full_windows_run_eagerly_without_a_mask(
 def test_fp16_graphs_keep_the_fp32_labels(runtime: types.ModuleType, version: Path) -> None:
     model = instance(runtime, version, "GPU")  # the default: float16 with graphs
     ids, mask = windows(8, 128, 11)
-    (got,) = model.execute([request(ids, mask)])[0].output_tensors
+    (got,) = pb_stub.answers(model, [request(ids, mask)])[0].output_tensors
     expected = reference(version, ids, mask)
     assert np.abs(got.array - expected).max() < 0.05
     assert (got.array.argmax(1) == expected.argmax(1)).all()
@@ -168,5 +169,5 @@ def test_a_batch_beyond_the_buckets_runs_eagerly(runtime: types.ModuleType, vers
     model = instance(runtime, version, "GPU", dtype="float32")
     ids, mask = windows(2, MAX_SEQ_LEN + 40, 5)  # longer than any captured graph
     assert not model.graphs.fits(2, MAX_SEQ_LEN + 40)
-    (got,) = model.execute([request(ids, mask)])[0].output_tensors
+    (got,) = pb_stub.answers(model, [request(ids, mask)])[0].output_tensors
     np.testing.assert_allclose(got.array, reference(version, ids, mask), atol=1e-3)

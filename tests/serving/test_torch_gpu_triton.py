@@ -9,7 +9,7 @@ lacks docq's dependencies and has no use for its conftest (bench/gpu/remote.sh c
 what this needs):
 
     source bench/gpu/remote.sh
-    python3 -m pytest --noconftest -p no:cacheprovider -o addopts= \\
+    python3 -m pytest --noconftest -p no:cacheprovider -o addopts= -p tests.tiers \\
         tests/serving/test_torch_gpu_triton.py
 """
 
