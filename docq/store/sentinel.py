@@ -75,7 +75,8 @@ def master_client(
         list(parts.sentinels),
         sentinel_kwargs={**auth, **timeouts},
         db=parts.db,
-        **auth,
+        password=parts.password,  # by name: redis 8.2's typing reads a dict of them as
+        username=parts.username,  # its new positional parameters
         **connection,
     )
     return sentinels.master_for(master, redis_class=redis_class)
