@@ -24,7 +24,7 @@ RETRAIN = "rerun `python -m conversion.{module} --train` and commit conversion/h
 
 @pytest.mark.slow
 @pytest.mark.build
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)  # doc-type trained for 1,082 s on the 2-core AMD EPYC of 2026-12-04
 @pytest.mark.parametrize("module", [demo, demo_lang], ids=["doc-type", "doc-lang"])
 def test_training_gives_the_committed_head(module: ModuleType, tmp_path: Path) -> None:
     heads = tmp_path / "heads"
@@ -37,8 +37,13 @@ def test_training_gives_the_committed_head(module: ModuleType, tmp_path: Path) -
     retrained = load_file(str(heads / f"{module.NAME}.safetensors"))
     assert set(retrained) == set(committed), hint  # doc-type's last encoder layer included
     for name in committed:
-        # Bit for bit on one kind of CPU; a few ulps apart where another splits its sums.
-        torch.testing.assert_close(retrained[name], committed[name], atol=1e-4, rtol=1e-3,
+        # Bit for bit on one kind of CPU. Another splits its sums otherwise and 120 epochs
+        # carry that: on an AMD EPYC (CI, 2026-12-04) a few elements moved by up to 3.1e-4
+        # (the pooler's weights; 1.4e-4 in layer 5's key bias, which gets no gradient in exact
+        # arithmetic, softmax ignoring a constant added to all of a query's scores, so Adam
+        # steps it on rounding noise alone). Training itself moves every other tensor by
+        # 3e-3 to 0.25 at its most: the untrained layer fails this for 17 of its 18.
+        torch.testing.assert_close(retrained[name], committed[name], atol=5e-4, rtol=1e-3,
                                    msg=lambda m, n=name: f"{n}: {m}; {hint}")  # fmt: skip
 
     record = json.loads((attestation.HEADS / f"{module.NAME}.json").read_text(encoding="utf-8"))
