@@ -283,11 +283,13 @@ def execute(
         else:
             input_ids, attention_mask, bounds = pad(batch)
             logits = run(input_ids, attention_mask)
-    except Exception as exc:  # answered here, as the run's logits would be
-        logits, bounds, later = _raise(exc), [(0, 0)] * len(valid), False
-    else:
-        later = responder is not None and callable(logits)
-    if responder is None or not later:  # answered here, returned to Triton
+    except Exception as exc:  # the runtime failed: every request of this run fails
+        for i, _, _ in valid:
+            responses[i] = _failed(exc, runtime, invalid)
+        if responder is not None:
+            responder.end()
+        return responses
+    if responder is None or not callable(logits):  # answered here, returned to Triton
         answer(logits, bounds, None)
         if responder is not None:
             responder.end()
@@ -298,12 +300,3 @@ def execute(
             _send(senders[i], response)
     responder.submit(lambda: answer(logits, bounds, senders))
     return None
-
-
-def _raise(exc: BaseException) -> Callable[[], Any]:
-    """A stand-in for a run's logits that raises the run's error where they are read."""
-
-    def logits() -> Any:
-        raise exc
-
-    return logits

@@ -31,7 +31,7 @@ the batch is queued on the GPU and its logits' copy back enqueued, and a respond
 the requests, the flat layout, staging, the launches) then runs while this batch's kernels
 do, instead of leaving the GPU idle for it (bench/gpu/NOTES.md: 1.3-2.3 ms a large call on
 the H200). A small batch (a graph replay) is answered in execute() itself: one request at
-a time has no next batch to overlap, and the responder's hop cost (1, 512) 0.4 ms on the
+a time has no next batch to overlap, and the responder's hop cost (1, 512) 0.45 ms on the
 H200. Everything a batch reads lives in buffers a later batch cannot overwrite first: its
 inputs in one of two pinned host slots (a slot is reused only after its copy ran), the
 device buffers and graph outputs in stream order, its logits in host memory of their own.
