@@ -6,6 +6,7 @@ and the rollback that leaves nothing behind when a step fails. Routes parse and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -129,15 +130,22 @@ def _create(
 ) -> JobRecord:
     """Store the job and enqueue its shards; on failure leave nothing behind (nor the key).
 
-    The Idempotency-Key is bound in the transaction that writes the job, and the job is
-    listed as not yet enqueued in it: if this process dies after it, the sweeper
-    (workers/sweeper.py) enqueues the job and a retry with the same key answers with it, so
-    the retry makes no second job; an upload racing this one waits for it (`_claim`).
+    The Idempotency-Key is bound in the transaction that makes the job known (its tenant's,
+    the sweeper's), which lists it as not yet enqueued: if this process dies after it, the
+    sweeper (workers/sweeper.py) enqueues the job and a retry with the same key answers
+    with it, so the retry makes no second job; an upload racing this one waits for it
+    (`_claim`). A text upload of more than `accept_head_shards` shards is stored in two
+    transactions, its first shards enqueued between them (`_create_in_two`).
     """
     job_id = idempotency[1].job_id if idempotency else None
     try:
         _admit(deps, tenant, len(documents))
         small = len(documents) <= deps.settings.small_job_max_documents
+        head = deps.settings.accept_head_shards
+        if 0 < head * deps.settings.shard_size < len(documents) and not any(
+            d.content is not None for d in documents
+        ):
+            return _create_in_two(deps, tenant, model, documents, webhook, idempotency, head)
         job = deps.store.create_job(
             model,
             documents,
@@ -157,11 +165,50 @@ def _create(
         if idempotency is not None:
             deps.store.idempotency.release(*idempotency)
         raise
+    _enqueued(deps, job)
+    return job
+
+
+def _create_in_two(
+    deps: Resources,
+    tenant: str,
+    model: str,
+    documents: list[Document],
+    webhook: WebhookTarget | None,
+    idempotency: tuple[str, IdempotencyClaim] | None,
+    head: int,
+) -> JobRecord:
+    """A large text upload: its first `head` shards stored (JobStore.open_job) and enqueued,
+    so that workers classify them while the rest is stored (close_job) and enqueued. The
+    client is answered after both, as for any upload; a failure at any step removes the job
+    (a worker that started on its first shards finds it gone and writes nothing)."""
+    store = deps.store
+    job = store.open_job(
+        model, documents, head, job_id=idempotency[1].job_id if idempotency else None,
+        priority=False, tenant=tenant,
+    )  # fmt: skip
+    try:
+        enqueue_shards(deps.celery, job, range(head), lanes=deps.settings.bulk_lanes)
+        store.close_job(job, documents, head, webhook=webhook, idempotency=idempotency)
+        enqueue_shards(deps.celery, job, range(head, job.shards), lanes=deps.settings.bulk_lanes)
+    except QueueUnavailable as exc:
+        with contextlib.suppress(StoreUnavailable):
+            store.delete_job(job.id, job.shards, tenant=tenant)
+        raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
+    except StoreUnavailable:  # (NotReplicated too: close_job removed the job itself)
+        with contextlib.suppress(StoreUnavailable):
+            store.delete_job(job.id, job.shards, tenant=tenant)
+        raise
+    _enqueued(deps, job)
+    return job
+
+
+def _enqueued(deps: Resources, job: JobRecord) -> None:
+    """Every shard of `job` is enqueued: the sweeper need not."""
     try:
         deps.store.recovery.enqueued(job.id)
     except StoreUnavailable as exc:  # the job runs; the sweeper only enqueues it once more
         log.warning("job %s: enqueued, but not unlisted for the sweeper: %s", job.id, exc)
-    return job
 
 
 def _admit(deps: Resources, tenant: str, documents: int) -> None:

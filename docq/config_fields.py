@@ -146,6 +146,15 @@ class JobStore(BaseModel):
     job_ttl_s: int = Field(
         7 * 24 * 3600, description="How long jobs, documents and results are kept (retention)."
     )
+    accept_head_shards: int = Field(
+        16,
+        ge=0,
+        description="Shards of a larger text upload stored and enqueued first, in a write of "
+        "their own, so that workers start on them while the API stores the rest (the job is "
+        "listed, and its 202 sent, only once all of it is stored). More keeps more workers "
+        "busy meanwhile and delays their start by its share of the storing; 0 stores every "
+        "upload in one write before any shard is enqueued.",
+    )
 
 
 class Workers(BaseModel):

@@ -42,12 +42,15 @@ def triton_url(service_dir: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def settings(redis_url: str, triton_url: str) -> Settings:
-    # Small shards so that a 50-document upload spreads over several tasks.
+    # Small shards so that a 50-document upload spreads over several tasks, and a small
+    # head so that every upload of more than 16 text documents is stored in two writes
+    # (api/submissions.py), the path large uploads take, under every e2e and fault test.
     return Settings(
         redis_url=redis_url,
         triton_grpc_url=triton_url,
         model_repository=MODEL_REPOSITORY,
         shard_size=8,
+        accept_head_shards=2,
         task_retry_backoff_s=1,
         # Webhooks: receivers on 127.0.0.1, and retries quick enough for a test.
         webhook_allow_private_networks=True,

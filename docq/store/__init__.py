@@ -1,6 +1,7 @@
 """The job store on Redis.
 
 jobs.py          jobs, document shards, results and progress (JobStore)
+creating.py      the writes of an upload, in one transaction or two (JobStore's base)
 deliveries.py    the delivery state of each job's webhook event (JobStore.deliveries)
 idempotency.py   Idempotency-Key claims (JobStore.idempotency)
 recovery.py      shard leases and jobs not yet enqueued, for the sweeper (JobStore.recovery)

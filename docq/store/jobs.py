@@ -13,12 +13,9 @@ Every Redis failure raises StoreUnavailable (connection.py).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import math
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,20 +23,19 @@ from typing import Any
 import redis
 
 from docq import keys
-from docq.errors import NotFound, NotReplicated, StoreUnavailable
-from docq.jobs import DEFAULT_TENANT, DeliveryState, JobRecord, JobStatus
+from docq.errors import NotFound, StoreUnavailable
+from docq.jobs import JobRecord, JobStatus
 from docq.store import connection
 from docq.store.codec import (
-    Document,
     ShardDocument,
     decode,
-    pack_shards,
     shard_document,
     unpack_shard,
 )
-from docq.store.deliveries import Deliveries, WebhookTarget
+from docq.store.creating import Creating
+from docq.store.deliveries import Deliveries
 from docq.store.files import Files
-from docq.store.idempotency import IdempotencyClaim, IdempotencyKeys
+from docq.store.idempotency import IdempotencyKeys
 from docq.store.recovery import Recovery
 
 log = logging.getLogger(__name__)
@@ -65,15 +61,13 @@ def _transition(reply: list[bytes]) -> Transition:
     )
 
 
-class JobStore:
+class JobStore(Creating):
     """Reads and writes jobs; one instance per process (it holds a connection pool).
 
-    `deliveries` (webhook delivery state), `idempotency` (Idempotency-Keys), `recovery`
-    (shard leases, jobs not yet enqueued, audits: the sweeper's) and `files` (uploaded
-    files until they are read) share its client."""
-
-    # Replicas an upload's write must reach (Redis WAIT), and the most it waits (ms).
-    replication: tuple[int, int] = (0, 0)
+    Jobs are written by `Creating` (creating.py). `deliveries` (webhook delivery state),
+    `idempotency` (Idempotency-Keys), `recovery` (shard leases, jobs not yet enqueued,
+    audits: the sweeper's) and `files` (uploaded files until they are read) share its
+    client."""
 
     def __init__(self, client: redis.Redis, *, shard_size: int, ttl_s: int) -> None:
         self.r = client
@@ -90,103 +84,6 @@ class JobStore:
     @classmethod
     def from_url(cls, url: str, *, shard_size: int, ttl_s: int) -> JobStore:
         return cls(connection.connect(url), shard_size=shard_size, ttl_s=ttl_s)
-
-    # --- creating -----------------------------------------------------------------
-    @staticmethod
-    def new_job_id() -> str:
-        return uuid.uuid4().hex
-
-    def create_job(
-        self,
-        model: str,
-        documents: Sequence[Document],
-        *,
-        webhook: WebhookTarget | None = None,
-        job_id: str | None = None,
-        priority: bool = False,
-        tenant: str = DEFAULT_TENANT,
-        idempotency: tuple[str, IdempotencyClaim] | None = None,
-    ) -> JobRecord:
-        """Store the documents in compressed shards, the job record (with its tenant) and
-        its webhook, in one transaction, and count the job in the tenant's load; every key
-        expires after the retention time. `idempotency` (key digest, claim): the claimed
-        Idempotency-Key is bound to the job in the same transaction. With `replication`,
-        a write the replicas do not confirm raises NotReplicated, the job removed as far as
-        a dying master lets it (what a replica kept, the sweeper enqueues whole)."""
-        job_id = job_id or self.new_job_id()
-        n_shards = math.ceil(len(documents) / self.shard_size)
-        now = time.time()
-        record: dict[Any, Any] = {
-            "id": job_id,
-            "model": model,
-            "status": JobStatus.QUEUED.value,
-            "documents": len(documents),
-            "shards": n_shards,
-            "shard_size": self.shard_size,
-            "documents_done": 0,
-            "documents_failed": 0,
-            "created_at": repr(now),
-            "lane": "priority" if priority else "bulk",
-            "tenant": tenant,
-            "files": sum(1 for d in documents if d.content_type is not None),
-        }
-        with self.r.pipeline(transaction=True) as p:
-            starts = range(0, len(documents), self.shard_size)
-            chunks = (documents[i : i + self.shard_size] for i in starts)
-            for n, packed in enumerate(pack_shards(chunks)):
-                p.set(keys.shard(job_id, n), packed, ex=self.ttl_s)
-            self.files.store_in(p, job_id, documents, ttl_s=self.ttl_s)
-            p.hset(keys.job(job_id), mapping=record)
-            p.expire(keys.job(job_id), self.ttl_s)
-            p.sadd(keys.tenant_jobs(tenant), job_id)
-            p.expire(keys.tenant_jobs(tenant), self.ttl_s)
-            if webhook is not None:
-                p.hset(
-                    keys.webhook(job_id),
-                    mapping={
-                        "url": webhook.url,
-                        "secret": webhook.secret,
-                        "state": DeliveryState.WAITING.value,
-                        # one event per job, so the job id makes a stable webhook id
-                        "webhook_id": f"msg_{job_id}",
-                        "secret_generated": int(webhook.secret_generated),
-                    },
-                )
-                p.expire(keys.webhook(job_id), self.ttl_s)
-            # Listed until its shards are enqueued: the sweeper enqueues a job left behind.
-            p.zadd(keys.unenqueued(), {job_id: now})
-            # Audited until found final: a shard whose message is lost is enqueued again.
-            p.zadd(keys.active(), {job_id: now})
-            if idempotency is not None:
-                self.idempotency.bind_in(p, *idempotency, ttl_s=self.ttl_s)
-            try:
-                replies = connection.replicated(p, *self.replication).execute()
-            except NotReplicated:
-                with contextlib.suppress(StoreUnavailable):
-                    self.delete_job(job_id, n_shards)
-                raise
-        if idempotency is not None and not replies[-1]:
-            log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job_id)
-        return self.get_job(job_id)
-
-    def delete_job(self, job_id: str, shards: int, files: Sequence[int] = ()) -> None:
-        """Remove a job that could not be enqueued, so that a failed upload leaves nothing
-        (`files`: the positions of its file documents)."""
-        with self.r.pipeline(transaction=True) as p:
-            p.delete(
-                keys.job(job_id),
-                keys.results(job_id),
-                keys.shards_done(job_id),
-                keys.answers(job_id),
-                keys.webhook(job_id),
-                keys.webhook_attempts(job_id),
-                keys.missing(job_id),
-                *(keys.shard(job_id, n) for n in range(shards)),
-                *(keys.file(job_id, i) for i in files),
-            )
-            p.zrem(keys.unenqueued(), job_id)
-            p.zrem(keys.active(), job_id)
-            p.execute()
 
     # --- reading ------------------------------------------------------------------
     def get_job(self, job_id: str, *, tenant: str | None = None) -> JobRecord:

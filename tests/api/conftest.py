@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 
 from docq.config import Settings
+from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, PRIORITY_QUEUE, bulk_lanes
 
 
 def unworked(settings: Settings) -> Settings:
@@ -22,3 +27,20 @@ def api(settings: Settings, auth_headers: dict[str, str]) -> Iterator[TestClient
 
     with TestClient(create_app(unworked(settings)), headers=auth_headers) as client:
         yield client
+
+
+def queued(broker: redis.Redis, lanes: int) -> dict[str, list[tuple[str, list[Any]]]]:
+    """(task, args) of every message waiting in each shard queue."""
+    out = {}
+    for q in [EXTRACT_QUEUE, CPU_QUEUE, *bulk_lanes(lanes), PRIORITY_QUEUE]:
+        msgs = [json.loads(m) for m in broker.lrange(q, 0, -1)]
+        out[q] = [(m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0]) for m in msgs]
+    return out
+
+
+@pytest.fixture
+def broker(api: TestClient) -> Iterator[redis.Redis]:
+    """The API's (unread) broker, emptied before the test."""
+    r = redis.Redis.from_url(api.app.state.resources.settings.celery_broker_url)
+    r.flushdb()
+    yield r

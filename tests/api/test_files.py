@@ -19,31 +19,14 @@ from fastapi.testclient import TestClient
 from devstack.services import redis_server
 from docq import keys
 from docq.config import Settings
-from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, EXTRACT_SHARD, PRIORITY_QUEUE, bulk_lanes
+from docq.queue import EXTRACT_QUEUE, EXTRACT_SHARD, PRIORITY_QUEUE
 from docq.store import JobStore
 from docq.store.codec import unpack_shard
-from tests.api.conftest import unworked
+from tests.api.conftest import queued, unworked
 from tests.conftest import tenant_headers
 from tests.files import DOCX_TYPE, INVOICE, docx, pdf, png
 
 TEXT = "Lease agreement between the landlord and the tenant for the flat at 3 Elm Road"
-
-
-def queued(broker: redis.Redis, lanes: int) -> dict[str, list[tuple[str, list[Any]]]]:
-    """(task, args) of every message waiting in each shard queue."""
-    out = {}
-    for q in [EXTRACT_QUEUE, CPU_QUEUE, *bulk_lanes(lanes), PRIORITY_QUEUE]:
-        msgs = [json.loads(m) for m in broker.lrange(q, 0, -1)]
-        out[q] = [(m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0]) for m in msgs]
-    return out
-
-
-@pytest.fixture
-def broker(api: TestClient) -> Iterator[redis.Redis]:
-    """The API's (unread) broker, emptied before the test."""
-    r = redis.Redis.from_url(api.app.state.resources.settings.celery_broker_url)
-    r.flushdb()
-    yield r
 
 
 @pytest.fixture

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from docq.errors import NotFound
-from docq.jobs import JobStatus
-from docq.store import Document, JobStore
+from docq import keys
+from docq.errors import NotFound, StoreUnavailable
+from docq.jobs import DEFAULT_TENANT, JobStatus
+from docq.store import Document, IdempotencyClaim, JobStore, WebhookTarget
+from docq.store.creating import OPENING_TTL_S
+from docq.store.tenants import Tenants
 
 
 def docs(n: int) -> list[Document]:
@@ -111,3 +114,80 @@ def test_jobs_can_be_created_from_many_threads_at_once(store: JobStore) -> None:
     for job, docs in zip(jobs, uploads, strict=True):
         stored = [d for n in range(job.shards) for d in store.load_shard(job, n)]
         assert [(d.id, d.text) for d in stored] == [(d.id, d.text) for d in docs]
+
+
+# --- a large upload stored in two writes (open_job, close_job) ------------------------
+
+
+def listed(store: JobStore, job_id: str, tenant: str = DEFAULT_TENANT) -> dict[str, bool]:
+    """Where a stored job is known: its tenant's jobs, the sweeper's and the audits' lists."""
+    r = store.r
+    return {
+        "tenant": bool(r.sismember(keys.tenant_jobs(tenant), job_id)),
+        "unenqueued": r.zscore(keys.unenqueued(), job_id) is not None,
+        "active": r.zscore(keys.active(), job_id) is not None,
+    }
+
+
+def test_an_opened_job_is_listed_nowhere_and_expires_on_its_own(store: JobStore) -> None:
+    job = store.open_job("doc-type", docs(10), 1, tenant="acme")
+    assert (job.status, job.documents, job.shards, job.tenant) == (JobStatus.QUEUED, 10, 3, "acme")
+    assert [d.id for d in store.load_shard(job, 0)] == ["d0", "d1", "d2", "d3"]
+    with pytest.raises(NotFound):
+        store.load_shard(job, 1)  # the rest comes with close_job
+    assert listed(store, job.id, "acme") == dict.fromkeys(("tenant", "unenqueued", "active"), False)
+    assert Tenants(store.r).load("acme").jobs == 0
+    for key in (keys.job(job.id), keys.shard(job.id, 0)):  # an API that dies here leaves
+        assert 0 < store.r.ttl(key) <= OPENING_TTL_S  # nothing for long
+    # a worker may finish a first shard meanwhile: the job cannot finish without the rest
+    assert store.complete_shard(job.id, 0, [ok(i) for i in range(4)]) is JobStatus.QUEUED
+
+
+def test_a_closed_job_is_what_one_write_makes(store: JobStore) -> None:
+    claim = IdempotencyClaim(store.new_job_id(), "fp", bound=False)
+    assert store.idempotency.claim("digest", claim) is None
+    hook = WebhookTarget("https://example.com/hook", "whsec_x")
+    job = store.open_job("doc-type", docs(10), 1, job_id=claim.job_id, tenant="acme")
+    store.complete_shard(job.id, 0, [ok(i) for i in range(4)])  # a worker, before the close
+    store.close_job(job, docs(10), 1, webhook=hook, idempotency=("digest", claim))
+    one = store.create_job("doc-type", docs(10), webhook=hook, tenant="acme")
+
+    assert (
+        listed(store, job.id, "acme")
+        == listed(store, one.id, "acme")
+        == dict.fromkeys(("tenant", "unenqueued", "active"), True)
+    )
+    assert [[d.text for d in store.load_shard(j, n)] for j in (job, one) for n in range(3)] == [
+        [d.text for d in docs(10)[n * 4 : n * 4 + 4]] for _ in range(2) for n in range(3)
+    ]
+    hooks = [store.deliveries.get_webhook(j.id) for j in (job, one)]
+    assert [(h.url, h.secret, h.state) for h in hooks if h] == [
+        (hook.url, hook.secret, "waiting")
+    ] * 2
+    assert store.idempotency.claim("digest", claim) == IdempotencyClaim(job.id, "fp", True)
+    # every key of the job, those the worker wrote before the close too, has the retention
+    written = [keys.job(job.id), *(keys.shard(job.id, n) for n in range(3))]
+    written += [keys.results(job.id), keys.shards_done(job.id), keys.answers(job.id)]
+    assert all(store.r.ttl(key) > OPENING_TTL_S for key in written), [
+        store.r.ttl(k) for k in written
+    ]
+    store.complete_shard(job.id, 1, [ok(i) for i in range(4, 8)])
+    assert store.complete_shard(job.id, 2, [ok(8), ok(9)]) is JobStatus.SUCCEEDED
+    assert [r["id"] for r in store.iter_results(store.get_job(job.id))] == [d.id for d in docs(10)]
+
+
+def test_a_job_gone_before_it_is_closed_is_refused_and_leaves_nothing(store: JobStore) -> None:
+    job = store.open_job("doc-type", docs(10), 1)
+    store.r.delete(keys.job(job.id))  # as if it outlived OPENING_TTL_S
+    with pytest.raises(StoreUnavailable, match="expired before"):
+        store.close_job(job, docs(10), 1)
+    assert not store.r.keys(f"*{job.id}*")
+    assert listed(store, job.id) == dict.fromkeys(("tenant", "unenqueued", "active"), False)
+
+
+def test_only_text_uploads_of_more_than_their_head_are_opened(store: JobStore) -> None:
+    with pytest.raises(ValueError, match="head"):
+        store.open_job("doc-type", docs(8), 2)  # two shards: nothing left to close with
+    scan = Document("s", "", content_type="image/png", content=b"\x89PNG")
+    with pytest.raises(ValueError, match="text"):
+        store.open_job("doc-type", [*docs(8), scan], 1)
