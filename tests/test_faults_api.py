@@ -1,10 +1,16 @@
-"""The API process dies between writing a job and enqueueing its shards: the sweeper
-enqueues the job, and a retry with the same Idempotency-Key answers with that job, so the
-upload makes exactly one job and every document is classified.
+"""The API process dies during an upload (a 600-document upload, which the session's
+settings store in two writes: api/submissions.py).
+
+- Between writing the whole job and enqueueing the last of its shards: the sweeper enqueues
+  the job, and a retry with the same Idempotency-Key answers with that job, so the upload
+  makes exactly one job and every document is classified once.
+- Between the two writes, after the first shards went out: nobody was told the job, and
+  nothing of it lasts or counts (listed nowhere, everything expiring within
+  OPENING_TTL_S, the first shards' results too); the same documents uploaded again make a
+  job that completes.
 
 The death is real: a process runs the upload's own code (api.submissions.submit, as the
-route calls it) and exits with os._exit at the moment it would enqueue, so no `finally`
-or rollback runs.
+route calls it) and exits with os._exit at that moment, so no `finally` or rollback runs.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 import redis
@@ -20,9 +27,13 @@ from fastapi.testclient import TestClient
 
 from corpus.doc_type import generate
 from devstack.stack import REPO
+from docq import keys
 from docq.config import Settings
 from docq.store import JobStore
+from docq.store.creating import OPENING_TTL_S
+from docq.store.tenants import Tenants
 from tests.conftest import TENANT, settings_env
+from tests.polling import until
 from tests.test_e2e import all_results, wait_until_final
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -40,18 +51,27 @@ DIE_BEFORE_ENQUEUE = textwrap.dedent(
     from docq.schemas import JobCreate
     from docq.store import JobStore
 
+    enqueue_shards = submissions.enqueue_shards
+
     def die(*args, **kwargs):
-        os._exit(137)  # killed between writing the job and enqueueing its shards
+        os._exit(137)  # killed there
+
+    def enqueue_or_die(app, job, shards=None, **kwargs):
+        if shards is None or shards[-1] == job.shards - 1:  # the call that enqueues the last
+            die()
+        enqueue_shards(app, job, shards, **kwargs)
 
     s = get_settings()
-    submissions.enqueue_shards = die
+    tenant, key, at = sys.argv[1], sys.argv[2], sys.argv[3]
+    submissions.enqueue_shards = enqueue_or_die
+    if at == "close":
+        JobStore.close_job = die
     deps = Resources(
         settings=s,
         store=JobStore.from_url(s.redis_url, shard_size=s.shard_size, ttl_s=s.job_ttl_s),
         catalog=ModelCatalog(s.triton_endpoints, s.model_repository),
         celery=make_celery(s),
     )
-    tenant, key = sys.argv[1], sys.argv[2]
     submissions.submit(deps, tenant, JobCreate.model_validate(json.load(sys.stdin)), key)
     """
 )
@@ -59,6 +79,18 @@ DIE_BEFORE_ENQUEUE = textwrap.dedent(
 
 def job_records(r: redis.Redis) -> set[bytes]:
     return {k for k in r.keys("docq:job:{*}") if isinstance(k, bytes)}
+
+
+def die(upload: dict[str, Any], key: str, at: str, settings: Settings) -> None:
+    """Run the upload in a process of its own that dies `at` "enqueue" or "close"."""
+    died = subprocess.run(
+        [sys.executable, "-c", DIE_BEFORE_ENQUEUE, TENANT, key, at],
+        input=json.dumps(upload).encode(),
+        env=settings_env(settings),
+        cwd=REPO,
+        capture_output=True,
+    )
+    assert died.returncode == 137, died.stderr.decode()[-2000:]
 
 
 @pytest.mark.timeout(900)
@@ -72,14 +104,7 @@ def test_an_upload_whose_api_died_before_enqueueing_makes_one_job_that_completes
     key = "upload-77"
     before = job_records(r)
 
-    died = subprocess.run(
-        [sys.executable, "-c", DIE_BEFORE_ENQUEUE, TENANT, key],
-        input=json.dumps(upload).encode(),
-        env=settings_env(settings),
-        cwd=REPO,
-        capture_output=True,
-    )
-    assert died.returncode == 137, died.stderr.decode()[-2000:]
+    die(upload, key, "enqueue", settings)
     (written,) = job_records(r) - before  # the job was written...
     job_id = written.decode().split("{")[1].rstrip("}")
     assert store.get_job(job_id).status.value == "queued"
@@ -96,3 +121,33 @@ def test_an_upload_whose_api_died_before_enqueueing_makes_one_job_that_completes
     assert store.answers(job_id) == dict.fromkeys(range(DOCUMENTS), 1)
     assert job_records(r) - before == {written}  # exactly one job
     assert r.zscore("docq:unenqueued", job_id) is None
+
+
+@pytest.mark.timeout(900)
+def test_an_upload_whose_api_died_between_its_two_writes_leaves_nothing_that_lasts(
+    api: TestClient, worker: object, settings: Settings
+) -> None:
+    r = redis.Redis.from_url(settings.redis_url)
+    store = JobStore.from_url(settings.redis_url, shard_size=8, ttl_s=3600)
+    docs = [{"id": d.id, "text": d.text[:300]} for d in generate(DOCUMENTS, seed=78)]
+    upload = {"model": "doc-type", "documents": docs}
+    before = job_records(r)
+    load = Tenants(r).load(TENANT)
+
+    die(upload, "upload-78", "close", settings)
+    (written,) = job_records(r) - before  # opened, never closed
+    job_id = written.decode().split("{")[1].rstrip("}")
+    head = settings.accept_head_shards * settings.shard_size
+    until(lambda: r.hlen(keys.results(job_id)) == head, "the first shards classified", 300)
+    assert not r.sismember(keys.tenant_jobs(TENANT), job_id)
+    assert r.zscore(keys.unenqueued(), job_id) is None
+    assert r.zscore(keys.active(), job_id) is None
+    assert Tenants(r).load(TENANT) == load  # it counts against no limit
+    assert store.get_job(job_id).status.value == "running"  # and can never finish
+    lasting = {k: r.ttl(k) for k in r.scan_iter(f"*{job_id}*")}
+    assert lasting and all(0 < ttl <= OPENING_TTL_S for ttl in lasting.values()), lasting
+
+    again = api.post("/v1/jobs", json=upload)  # the client, told nothing, uploads again
+    assert again.status_code == 202, again.text
+    job, _ = wait_until_final(api, again.json()["id"], timeout=600)
+    assert job["progress"] == {"documents_done": DOCUMENTS, "documents_failed": 0}
