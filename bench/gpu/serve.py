@@ -15,7 +15,9 @@ through gRPC:
 In the same run, before the server starts, the old runtime: PyTorch FP32 eager in-process,
 one synchronous call per request, as the old FastAPI service ran it. Each `--variant`
 (NAME or NAME:key=value,...) is one more model in the same server with Target fields
-overridden; the first is the generated default and gets the full sweep. Prints the table
+overridden; the first is the generated default and gets the full sweep. With
+`--latency-rounds N`, every variant's (1,512) p50 is measured again N times in alternating
+order, so that a difference between variants is not the order they ran in. Prints the table
 (rich) and writes the JSON to --out.
 
 Its parts: the model and its variants (model.py), the requests (shapes.py), the old runtime
@@ -44,7 +46,7 @@ from typing import Any
 from bench.gpu.clients import Load, batch_stats, one_at_a_time, parity, sweep
 from bench.gpu.model import PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.old_runtime import old_runtime
-from bench.gpu.serve_report import show, summarise, targets
+from bench.gpu.serve_report import latency_rounds, show, summarise, targets
 from bench.gpu.shapes import SHAPES, VARIANT_SHAPES, key
 from devstack.services import LoadFailed, triton_server
 
@@ -64,6 +66,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--requests", type=int, default=100, help="one-at-a-time requests")
     ap.add_argument("--processes", type=int, default=8, help="client processes")
     ap.add_argument("--load-timeout", type=float, default=400)
+    ap.add_argument(
+        "--latency-rounds",
+        type=int,
+        default=0,
+        help="after the variants, (1,512) one at a time again for each, this many rounds in "
+        "alternating order, with each variant's paired difference from the first",
+    )
     ap.add_argument(
         "--log", type=Path, default=None, help="tritonserver's log (default: beside --out)"
     )
@@ -175,6 +184,15 @@ def main() -> None:
                 print(f"{v.name} parity: {result['parity'][v.name]}", flush=True)
                 result["served"][v.name] = served
                 result.setdefault("batch_sizes", {})[v.name] = batch_stats(url, v.name)
+            if args.latency_rounds and len(variants) > 1:
+                shape = SHAPES[1]  # (1, 512): the latency target's
+
+                def p50(name: str) -> float:
+                    return float(one_at_a_time(url, name, shape, args.requests)["p50_ms"])
+
+                result["latency_rounds"] = latency_rounds(
+                    p50, [v.name for v in variants], args.latency_rounds, key(shape)
+                )
     finally:
         load.close()
         shutil.rmtree(work, ignore_errors=True)

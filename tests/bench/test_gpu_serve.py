@@ -97,3 +97,29 @@ def test_a_variant_that_failed_to_load_is_reported_and_the_next_one_summarised(
     assert "variant cudnn not served, failed to load: Internal: AcceleratorError" in (
         capsys.readouterr().out
     )
+
+
+def test_latency_rounds_alternate_the_order_and_pair_each_round(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A machine that gets slower with every measurement (0.1 ms each): run in one order,
+    # "b" would look 0.1 ms slower than "a" though both cost 2.0 ms; alternated, the
+    # paired differences cancel to 0, and a variant that does cost 0.3 ms more shows it.
+    order: list[str] = []
+    cost = {"a": 2.0, "b": 2.0, "c": 2.3}
+
+    def measure(name: str) -> float:
+        order.append(name)
+        return cost[name] + 0.1 * len(order)
+
+    got = serve_report.latency_rounds(measure, ["a", "b", "c"], 4, "1x512")
+    assert order == ["a", "b", "c", "c", "b", "a"] * 2
+    assert got["against"] == "a" and got["shape"] == "1x512"
+    assert [round(x, 3) for x in got["p50_ms"]["a"]] == [2.1, 2.6, 2.7, 3.2]
+    assert got["paired_delta_ms"]["b"]["median"] == 0.0
+    assert got["paired_delta_ms"]["c"]["median"] == pytest.approx(0.3)
+    assert got["paired_delta_ms"]["c"]["min"] == pytest.approx(0.1)  # round 1: c ran last
+    result = {"latency_rounds": got, "table": [], "targets": {}, "variants": [], "served": {},
+              "device": "cpu"}  # fmt: skip
+    serve_report.show(result)
+    assert "c +0.300 (+0.100..+0.500) ms" in " ".join(capsys.readouterr().out.split())
