@@ -145,7 +145,7 @@ def _create(
         if 0 < head * deps.settings.shard_size < len(documents) and not any(
             d.content is not None for d in documents
         ):
-            return _create_in_two(deps, tenant, model, documents, webhook, idempotency, head)
+            return _create_in_two(deps, tenant, model, documents, webhook, idempotency, job_id)
         job = deps.store.create_job(
             model,
             documents,
@@ -176,28 +176,24 @@ def _create_in_two(
     documents: list[Document],
     webhook: WebhookTarget | None,
     idempotency: tuple[str, IdempotencyClaim] | None,
-    head: int,
+    job_id: str | None,
 ) -> JobRecord:
-    """A large text upload: its first `head` shards stored (JobStore.open_job) and enqueued,
-    so that workers classify them while the rest is stored (close_job) and enqueued. The
-    client is answered after both, as for any upload; a failure at any step removes the job
-    (a worker that started on its first shards finds it gone and writes nothing)."""
-    store = deps.store
-    job = store.open_job(
-        model, documents, head, job_id=idempotency[1].job_id if idempotency else None,
-        priority=False, tenant=tenant,
-    )  # fmt: skip
+    """A large text upload: its first `accept_head_shards` shards stored (JobStore.open_job)
+    and enqueued, so that workers classify them while the rest is stored (close_job) and
+    enqueued. The client is answered after both, as for any upload; a failure at any step
+    removes the job (a worker that started on its first shards finds it gone and writes
+    nothing)."""
+    store, head, lanes = deps.store, deps.settings.accept_head_shards, deps.settings.bulk_lanes
+    job = store.open_job(model, documents, head, job_id=job_id, tenant=tenant)
     try:
-        enqueue_shards(deps.celery, job, range(head), lanes=deps.settings.bulk_lanes)
+        enqueue_shards(deps.celery, job, range(head), lanes=lanes)
         store.close_job(job, documents, head, webhook=webhook, idempotency=idempotency)
-        enqueue_shards(deps.celery, job, range(head, job.shards), lanes=deps.settings.bulk_lanes)
-    except QueueUnavailable as exc:
+        enqueue_shards(deps.celery, job, range(head, job.shards), lanes=lanes)
+    except (StoreUnavailable, QueueUnavailable) as exc:  # (NotReplicated: a StoreUnavailable)
         with contextlib.suppress(StoreUnavailable):
             store.delete_job(job.id, job.shards, tenant=tenant)
-        raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
-    except StoreUnavailable:  # (NotReplicated too: close_job removed the job itself)
-        with contextlib.suppress(StoreUnavailable):
-            store.delete_job(job.id, job.shards, tenant=tenant)
+        if isinstance(exc, QueueUnavailable):
+            raise QueueUnavailable("could not enqueue the job; nothing was stored") from exc
         raise
     _enqueued(deps, job)
     return job
