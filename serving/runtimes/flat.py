@@ -19,6 +19,11 @@ GELU: docq_kernels.py); the residual stream stays FP16, attention BF16, the head
 stay FP16, for a model whose activations one FP8 scale per token cannot hold (the gate
 says which).
 
+`small_attention` picks the kernel of the small batches' CUDA graphs: `flash` (FA2's
+varlen) or `triton` (docq_kernels.varlen_attention: query blocks of 64 rows, twice FA2's
+programs for a window, for batches of a few windows that leave FA2's grid half the GPU);
+checked against flash at load, flash where it differs or cannot run.
+
 `attention` picks the attention kernel: `flash` (FA2, `varlen_attn`, over the ragged
 offsets) or `cudnn`: cuDNN's fused attention (its Hopper kernel, 5.1 ms against FA2's 7.5
 for the 24 layers of 63 x 512 on the H200, 2026-12-03) for the windows of a whole window's
@@ -68,6 +73,7 @@ ARCHITECTURES = ("bert", "roberta", "xlm-roberta")
 FP8 = "fp8"
 PRODUCTS = ("qkv", "out", "up", "down")  # a layer's four matrix products, in order
 ATTENTION = ("flash", "cudnn")
+SMALL_ATTENTION = ("flash", "triton")
 FP8_MAX = 448.0
 TOKEN_ALIGN = 16  # FP8 products need every dimension a multiple of 16: tokens are padded to it
 
@@ -160,6 +166,25 @@ def cudnn_refused(device: str, heads: int, hidden: int, length: int) -> str:
             f"cuDNN is slower than flash: {cudnn_s * 1e3:.2f} ms a call against {flash_s * 1e3:.2f}"
         )
     return ""
+
+
+def triton_refused(device: str, heads: int, hidden: int, length: int) -> str:
+    """Why docq's Triton varlen attention cannot stand in for flash in the small batches'
+    graphs here ("" when it can): no kernels, it raises, or it differs from flash on
+    windows of `length`, a middling and one token, laid out as FlatEncoder lays them."""
+    sizes = [length, length // 2 + 3, 1]
+    cu = torch.tensor([0, *itertools.accumulate(sizes)], dtype=torch.int32, device=device)
+    gen = torch.Generator(device=device).manual_seed(0)
+    qkv = torch.randn((int(sum(sizes)), 3 * hidden), generator=gen, device=device).half()
+    q, k, v = qkv.view(-1, 3, heads, hidden // heads).unbind(1)
+    try:
+        got = kernels.varlen_attention(q, k, v, cu, length)
+    except Exception as exc:  # a compiler or launch failure: the kernel cannot serve here
+        return f"the Triton kernel failed: {str(exc).splitlines()[0][:200]}"
+    want = varlen_attn(q, k, v, cu, cu, length, length)
+    assert isinstance(want, torch.Tensor)
+    diff = float((got.float() - want.float()).abs().max())
+    return "" if diff < 1e-2 else f"the Triton kernel differs from flash by {diff:.3g}"
 
 
 def _seconds_per_call(fn: Any, device: str, calls: int = 5) -> float:
@@ -295,6 +320,7 @@ class FlatEncoder:
         products: frozenset[str] = frozenset(PRODUCTS),
         attention: str = "flash",
         dense_len: int = 512,
+        small_attention: str = "flash",
     ) -> None:
         reason = unsupported(model.config)
         if reason:
@@ -303,6 +329,10 @@ class FlatEncoder:
             raise ValueError(f"gelu must be 'erf' or 'tanh', not {gelu!r}")
         if attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, not {attention!r}")
+        if small_attention not in SMALL_ATTENTION:
+            raise ValueError(
+                f"small_attention must be one of {SMALL_ATTENTION}, not {small_attention!r}"
+            )
         self.config, self.device, self.gelu = model.config, device, gelu
         self.fp8 = dtype == FP8
         self.p8 = frozenset(products) if self.fp8 else frozenset()
@@ -348,6 +378,15 @@ class FlatEncoder:
             hidden = self.config.hidden_size
             self.attention_note = cudnn_refused(device, self.heads, hidden, dense_len)
             self.attention = "flash" if self.attention_note else "cudnn"
+        self.small_attention, self.small_attention_note = "flash", ""
+        if small_attention == "triton":
+            hidden = self.config.hidden_size
+            self.small_attention_note = (
+                triton_refused(device, self.heads, hidden, dense_len)
+                if self.varlen and self.use_kernels
+                else "needs CUDA and OpenAI Triton"
+            )
+            self.small_attention = "flash" if self.small_attention_note else "triton"
 
     def warm_dense(self, windows: int) -> float:
         """Build cuDNN's plan for every block of 1 to `windows` full windows (torch caches
@@ -413,7 +452,10 @@ class FlatEncoder:
                 elif tokens > split:  # tokens past the last window are never read back
                     pieces.append(qkv.new_zeros((tokens - split, pieces[0].shape[1])))
                 return pieces
-            out = varlen_attn(q, k, v, cu, cu, longest, longest)
+            if graphed and self.small_attention == "triton":
+                out = kernels.varlen_attention(q, k, v, cu, longest)
+            else:
+                out = varlen_attn(q, k, v, cu, cu, longest, longest)
             assert isinstance(out, torch.Tensor)  # no auxiliary outputs were asked for
             return [out.reshape(tokens, -1)]
         assert cu_host is not None, "the per-window fallback needs the offsets on the host"
@@ -499,8 +541,8 @@ class FlatEncoder:
         and are never read back); `cu`: int32 offsets; `order`: the windows in the order
         their logits are returned, as indices into cu's; `longest`: an upper bound of the
         window lengths (the attention grid); `graphed`: the call is being captured in a CUDA
-        graph (attention runs flash); `dense`: how many leading windows are `dense_len`
-        tokens long (with `attention` cudnn they run as one cuDNN block)."""
+        graph (attention runs flash, or small_attention's kernel); `dense`: how many leading
+        windows are `dense_len` tokens long (with `attention` cudnn, one cuDNN block)."""
         qkv8, up8 = "qkv" in self.p8, "up" in self.p8
         x, x8, s8 = self._add_norm(
             F.embedding(ids, self.word), F.embedding(pos, self.position), self.emb_norm, qkv8

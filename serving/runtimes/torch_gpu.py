@@ -390,9 +390,14 @@ class TritonPythonModel:
                 flat.fp8_products(parameter(config, "fp8_products", "all")),
                 parameter(config, "attention", "flash"),
                 self.max_len,
+                parameter(config, "small_attention", "flash"),
             )
+            if self.flat.small_attention_note:  # the stub's stderr goes to tritonserver's log
+                note = self.flat.small_attention_note
+                print(f"torch-gpu: small_attention=triton refused, flash runs: {note}",
+                      file=sys.stderr)  # fmt: skip
             if self.flat.attention_note:
-                note = self.flat.attention_note  # the stub's stderr goes to tritonserver's log
+                note = self.flat.attention_note
                 print(f"torch-gpu: attention=cudnn refused, flash runs: {note}", file=sys.stderr)
             elif self.flat.attention == "cudnn":
                 seconds = self.flat.warm_dense(max_batch)

@@ -12,6 +12,9 @@ kernels); on the GPU device, without docq's dependencies or its conftest:
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
 import threading
 import time
 import types
@@ -226,6 +229,68 @@ def test_cudnn_attention_that_raises_or_differs_from_flash_is_refused(
     assert module.cudnn_refused("cpu", 4, 64, 16).startswith("cuDNN is slower than flash")
 
 
+def test_the_triton_small_attention_falls_back_to_flash_where_it_cannot_run(
+    runtime: types.ModuleType, version: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValueError, match="small_attention must be one of"):
+        flat(runtime, version, "CPU", small_attention="fa3")
+    model = flat(runtime, version, "CPU", small_attention="triton")
+    assert model.flat.small_attention == "flash"
+    assert model.flat.small_attention_note == "needs CUDA and OpenAI Triton"
+    module = runtime.flat  # a GPU host whose kernel fails or differs is refused too
+    monkeypatch.setattr(module, "varlen_attn", lambda q, k, v, *a: q)
+
+    def fails(*a: Any) -> torch.Tensor:
+        raise RuntimeError("PTX compile failed\nmore")
+
+    for kernel, said in (
+        (fails, "the Triton kernel failed: PTX compile failed"),
+        (lambda q, *a: q + 0.5, "the Triton kernel differs from flash by 0.5"),
+        (lambda q, *a: q + 1e-3, ""),
+    ):
+        monkeypatch.setattr(module, "kernels", SimpleNamespace(varlen_attention=kernel))
+        assert module.triton_refused("cpu", 4, 64, 16).startswith(said)
+
+
+INTERPRETED_ATTENTION = """
+import sys, numpy as np, torch
+from serving import pb_stub
+from serving.runtimes import SOURCES
+kernels = pb_stub._exec("docq_kernels", SOURCES / "kernels.py")
+flat = pb_stub._exec("docq_flat", SOURCES / "flat.py")
+torch.manual_seed(0)
+heads, dim, sizes = 4, 16, [5, 64, 1, 100, 70]
+cu = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+tokens = int(cu[-1]) + 7  # a graph's bucket: tokens past the last window
+q, k, v = torch.randn(tokens, 3 * heads * dim).view(tokens, 3, heads, dim).unbind(1)
+got = kernels.varlen_attention(q, k, v, torch.from_numpy(cu), 128)
+want = flat.sdpa_per_window(q, k, v, cu.tolist(), cu.tolist())
+n = int(cu[-1])
+torch.testing.assert_close(got[:n], want[:n], atol=1e-5, rtol=1e-5)
+try:
+    kernels.varlen_attention(q[..., :12], k[..., :12], v[..., :12], cu, 128)
+    sys.exit("a head width of 12 was taken")
+except ValueError as exc:
+    assert "power of two" in str(exc), exc
+print("windows", len(sizes), "max diff", float((got[:n] - want[:n]).abs().max()))
+"""
+
+
+def test_the_triton_varlen_attention_kernel_computes_each_window_alone() -> None:
+    """docq_kernels.varlen_attention through OpenAI Triton's interpreter, on the CPU in
+    float32: windows shorter and longer than a block, of one token, and rows past the last
+    window, against PyTorch's attention one window at a time. In a process of its own:
+    TRITON_INTERPRET is read when triton is first imported."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", INTERPRETED_ATTENTION],
+        env=env, cwd=RUNTIME.parents[2], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("windows 5 max diff"), done.stdout
+
+
 def test_full_first_lays_out_the_full_windows_first_and_keeps_the_order(
     runtime: types.ModuleType,
 ) -> None:
@@ -359,6 +424,23 @@ def test_tanh_gelu_and_fp8_stay_near_the_checkpoint(
         for got, (ids, mask) in zip(served(model, requests), requests, strict=True):
             expected = reference(version, ids, mask)
             assert np.abs(got - expected).max() < tolerance * max(1.0, np.abs(expected).max())
+
+
+@cuda
+def test_triton_small_attention_in_the_graphs_serves_what_flash_serves(
+    runtime: types.ModuleType, version: Path
+) -> None:
+    flash = flat(runtime, version, "GPU", graph_max_batch="2")
+    model = flat(runtime, version, "GPU", graph_max_batch="2", small_attention="triton")
+    assert model.flat.small_attention == "triton", model.flat.small_attention_note
+    small = [windows(3, 40, 11, vocab(version))]  # the 8-window graph
+    two = [windows(2, 100, 12, vocab(version))]  # the 2-window graph
+    for requests in (small, two, batch(version), small):  # the eager batch keeps flash
+        for got, want, (ids, mask) in zip(
+            served(model, requests), served(flash, requests), requests, strict=True
+        ):
+            np.testing.assert_allclose(got, want, atol=2e-2)
+            assert (got.argmax(1) == reference(version, ids, mask).argmax(1)).all()
 
 
 @cuda
