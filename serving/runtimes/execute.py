@@ -173,7 +173,15 @@ class Responder:
 
     At most `depth` batches are in flight: `begin` waits for a slot (a third batch queued
     behind two would only wait on the GPU, holding its memory). Jobs run in order, each
-    sends its batch's responses; `close` answers what is queued, then stops the thread."""
+    sends its batch's responses; `close` answers what is queued, then stops the thread.
+
+    `settle`, called by execute() before it returns, waits for a slot and gives it back: with
+    depth 2, until the batch before this one is answered. Triton forms the next batch when
+    execute() returns, from the requests queued by then; returning while the GPU still had
+    a batch ahead of this one made the next batch from the few that came in since, and the
+    third execute() then waited in `begin` holding that small batch (the H200 pipeline ran
+    91.7 rows an execution against 104.5 for Triton alone, 2026-12-04). Returning once only
+    this batch is on the GPU still lets the next one's host work run under its kernels."""
 
     def __init__(self, depth: int = 2) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
@@ -186,6 +194,11 @@ class Responder:
 
     def end(self) -> None:
         """Give back the slot of a batch answered in execute() itself."""
+        self._slots.release()
+
+    def settle(self) -> None:
+        """Wait until a slot is free (with depth 2: only the batch just begun is in flight)."""
+        self._slots.acquire()
         self._slots.release()
 
     def submit(self, job: Callable[[], None]) -> None:
@@ -241,7 +254,7 @@ def execute(
     refused on its own. With a `responder`, where `run` returns a function that waits for
     the logits, every response goes through its request's response sender (a bad request's
     at once, the batch's from the responder's thread once the logits are back) and execute()
-    returns None."""
+    returns None once the batch before this one is answered (`Responder.settle`)."""
     responses: list[Any] = [None] * len(requests)
     valid: list[tuple[int, np.ndarray, np.ndarray]] = []  # (index, ids, mask or lengths)
     for i, request in enumerate(requests):
@@ -299,4 +312,5 @@ def execute(
         if response is not None:  # a bad request's error: now
             _send(senders[i], response)
     responder.submit(lambda: answer(logits, bounds, senders))
+    responder.settle()  # the next batch forms once the GPU has only this one ahead of it
     return None

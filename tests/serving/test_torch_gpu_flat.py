@@ -491,9 +491,11 @@ def test_overlap_answers_each_request_through_its_sender(
 def test_the_responder_holds_at_most_depth_batches_and_fails_a_failed_run(
     runtime: types.ModuleType,
 ) -> None:
-    """A third batch waits until the first is answered; logits a run returns as such, or
-    its error, are answered in execute() itself and give their slot back; logits that
-    cannot be read fail every request of their batch (INTERNAL), and the next batch runs."""
+    """execute() launches its batch, then returns only once the batch before it is answered
+    (so that Triton forms the next batch late, from more requests), never with more than two
+    in flight; logits a run returns as such, or its error, are answered in execute() itself
+    and give their slot back; logits that cannot be read fail every request of their batch
+    (INTERNAL), and the next batch runs."""
     responder = runtime.Responder(depth=2)
     gates: list[Any] = []
 
@@ -522,19 +524,29 @@ def test_the_responder_holds_at_most_depth_batches_and_fails_a_failed_run(
     def go(r: Any) -> None:
         assert runtime.execute([r], run, "test", responder=responder) is None
 
+    def launched(r: Any, kernels: int) -> threading.Thread:
+        """execute(r) in a thread: its batch on the GPU, the call waiting for the one before."""
+        thread = threading.Thread(target=go, args=(r,))
+        thread.start()
+        until = time.monotonic() + 5
+        while len(gates) < kernels and time.monotonic() < until:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        assert len(gates) == kernels and thread.is_alive()
+        return thread
+
     a, b, c = batch_of(1), batch_of(2), batch_of(3)
-    go(a)
-    go(b)  # two in flight: both returned at once
-    third = threading.Thread(target=go, args=(c,))
-    third.start()
-    time.sleep(0.2)
-    assert len(gates) == 2 and third.is_alive()  # the third waits for a slot
+    go(a)  # nothing before it: returns at once
+    second = launched(b, 2)  # two in flight; execute() waits for the first
     gates[0].set()
     assert a.answer().output_tensors[0].array.tolist() == [[1, 1], [1, 1]]
+    second.join(5)
+    assert not second.is_alive()
+    third = launched(c, 3)  # a's slot came back: c runs beside b, and waits for it
+    gates[1].set()
     third.join(5)
-    assert not third.is_alive() and len(gates) == 3
-    for gate in gates[1:]:
-        gate.set()
+    assert not third.is_alive()
+    gates[2].set()
     assert b.answer().output_tensors[0].array[0, 0] == 2
     assert c.answer().output_tensors[0].array[0, 0] == 3
     for first, message in ((7, "fell over"), (6, None)):  # 3 each: their slots came back
