@@ -217,6 +217,14 @@ def convert(
             "at load, flash where it fails) or flash (FA2 everywhere)."
         ),
     ] = "cudnn",
+    small_attention: Annotated[
+        str,
+        typer.Option(
+            help="torch-gpu flat: the attention kernel of small batches' CUDA graphs, flash "
+            "(FA2) or triton (docq's kernel, 64-row query blocks; checked against flash at "
+            "load, flash where it fails)."
+        ),
+    ] = "flash",
     fp8_products: Annotated[
         str,
         typer.Option(
@@ -276,6 +284,7 @@ def convert(
         engine=engine,
         gelu=gelu,
         attention=attention,
+        small_attention=small_attention,
         fp8_products=fp8_products,
         fuse=fuse,
     )

@@ -46,6 +46,7 @@ _TORCH_DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", 
 ENGINES = ("flat", "hf")  # torch-gpu: unpadded BERT-family encoder, or transformers padded
 GELUS = ("erf", "tanh")
 ATTENTIONS = ("flash", "cudnn")  # torch-gpu flat: the varlen attention kernel (docq_flat.py)
+SMALL_ATTENTIONS = ("flash", "triton")  # torch-gpu flat: the small batches' graphs' kernel
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,11 @@ class Target:
     # varlen). cudnn: 1,618 against 1,513 seq/s at 63 x 512 on the H200, the gate passed on
     # both demo models (bench/gpu/NOTES.md, 2026-12-04).
     attention: str = "cudnn"
+    # torch-gpu flat: the attention kernel of the small batches' CUDA graphs, flash (FA2's
+    # varlen, 128-row query blocks) or triton (docq's kernel, 64-row blocks: twice the
+    # programs for a batch of a few windows, which leave FA2's grid half the GPU); checked
+    # against flash at load, flash where it fails.
+    small_attention: str = "flash"
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
@@ -138,6 +144,8 @@ class Target:
             raise ValueError(f"engine must be one of {ENGINES} and gelu one of {GELUS}")
         if self.attention not in ATTENTIONS:
             raise ValueError(f"attention must be one of {ATTENTIONS}")
+        if self.small_attention not in SMALL_ATTENTIONS:
+            raise ValueError(f"small_attention must be one of {SMALL_ATTENTIONS}")
         if self.dtype == "fp8" and self.engine != "flat":
             raise ValueError("fp8 needs the flat engine")
         if self.fp8_products != "all" and self.dtype != "fp8":
@@ -190,6 +198,7 @@ class Target:
             extra["engine"] = self.engine
             extra["gelu"] = self.gelu
             extra["attention"] = self.attention
+            extra["small_attention"] = self.small_attention
             if self.dtype == "fp8":
                 extra["fp8_products"] = self.fp8_products
         if self.ragged:

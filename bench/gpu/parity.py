@@ -138,13 +138,14 @@ class Run(argparse.Namespace):
     threads: int
     runtimes: list[str]
     variant: list[str]
+    batch_size: int
 
 
 def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out: str) -> int:
     cmd = [
         sys.executable, "-m", "conversion.cli", "validate", str(checkpoint),
         "--reference", run.reference, "--corpus", corpus, "--n", str(run.n),
-        "--seed", str(SEED), "--batch-size", str(MAX_BATCH), "--out", str(run.out / out),
+        "--seed", str(SEED), "--batch-size", str(run.batch_size), "--out", str(run.out / out),
         "--threads", str(run.threads),
     ]  # fmt: skip
     for spec in candidates:
@@ -219,6 +220,10 @@ def main() -> None:
         help=f"with --cpu, which of {','.join(CPU_RUNTIMES)} (comma-separated)",
     )  # fmt: skip
     run.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    run.add_argument(
+        "--batch-size", type=int, default=MAX_BATCH,
+        help="windows per call; 8 or fewer runs every call in the small batches' CUDA graphs",
+    )  # fmt: skip
     run.add_argument("--reference", default="torch:fp32:cuda", help="torch:fp32 rehearses on CPU")
     run.add_argument(
         "--variant", action="append", default=[],

@@ -67,3 +67,9 @@ def test_the_attention_kernel_reaches_the_runtime_parameters(
     )
     with pytest.raises(ValueError, match="attention must be one of"):
         conv.Target("m", "torch-gpu", attention="fa3")
+    result = CliRunner().invoke(cli.app(), [*args, "--small-attention", "triton"])
+    assert isinstance(result.exception, Stop), result.output
+    assert seen["target"].classifier_config(2).extra_parameters["small_attention"] == "triton"
+    assert extra["small_attention"] == "flash"  # the default
+    with pytest.raises(ValueError, match="small_attention must be one of"):
+        conv.Target("m", "torch-gpu", small_attention="fa3")
