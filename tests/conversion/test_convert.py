@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import openvino as ov
 import pytest
 import torch
 from google.protobuf import json_format
@@ -326,7 +327,12 @@ def test_openvino_build_ships_fp32_ir_and_its_runtime(
     for spec in (built.gate_candidate(), f"openvino:{built.folder / 'model.xml'}"):
         np.testing.assert_allclose(parity.candidate(spec, model)(batch), expected, atol=1e-4)
     bf16 = parity.candidate(f"openvino:bf16:{built.folder / 'model.xml'}", model)(batch)
-    assert 1e-4 < np.abs(bf16 - expected).max() < 0.5  # the hint is obeyed: other maths
+    # The hint is obeyed: other maths, where the CPU has BF16 (AMX or AVX-512 BF16); a CPU
+    # without (this repo's AMD EPYC machines) runs the bf16 hint in FP32.
+    if "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        assert 1e-4 < np.abs(bf16 - expected).max() < 0.5
+    else:
+        np.testing.assert_allclose(bf16, expected, atol=1e-4)
 
 
 def test_fuse_is_refused_where_there_is_no_onnx_graph() -> None:
