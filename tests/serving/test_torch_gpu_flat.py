@@ -258,15 +258,18 @@ from serving import pb_stub
 from serving.runtimes import SOURCES
 kernels = pb_stub._exec("docq_kernels", SOURCES / "kernels.py")
 flat = pb_stub._exec("docq_flat", SOURCES / "flat.py")
+dtype, tolerance = getattr(torch, sys.argv[1]), float(sys.argv[2])
 torch.manual_seed(0)
 heads, dim, sizes = 4, 16, [5, 64, 1, 100, 70]
 cu = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
 tokens = int(cu[-1]) + 7  # a graph's bucket: tokens past the last window
-q, k, v = torch.randn(tokens, 3 * heads * dim).view(tokens, 3, heads, dim).unbind(1)
+qkv = torch.randn(tokens, 3 * heads * dim).to(dtype)
+q, k, v = qkv.view(tokens, 3, heads, dim).unbind(1)
 got = kernels.varlen_attention(q, k, v, torch.from_numpy(cu), 128)
-want = flat.sdpa_per_window(q, k, v, cu.tolist(), cu.tolist())
+assert got.dtype == dtype, got.dtype
+want = flat.sdpa_per_window(q.float(), k.float(), v.float(), cu.tolist(), cu.tolist())
 n = int(cu[-1])
-torch.testing.assert_close(got[:n], want[:n], atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(got[:n].float(), want[:n], atol=tolerance, rtol=tolerance)
 try:
     kernels.varlen_attention(q[..., :12], k[..., :12], v[..., :12], cu, 128)
     sys.exit("a head width of 12 was taken")
@@ -276,15 +279,19 @@ print("windows", len(sizes), "max diff", float((got[:n] - want[:n]).abs().max())
 """
 
 
-def test_the_triton_varlen_attention_kernel_computes_each_window_alone() -> None:
+@pytest.mark.parametrize(("dtype", "tolerance"), [("float32", 1e-5), ("float16", 3e-3)])
+def test_the_triton_varlen_attention_kernel_computes_each_window_alone(
+    dtype: str, tolerance: float
+) -> None:
     """docq_kernels.varlen_attention through OpenAI Triton's interpreter, on the CPU in
-    float32: windows shorter and longer than a block, of one token, and rows past the last
-    window, against PyTorch's attention one window at a time. In a process of its own:
-    TRITON_INTERPRET is read when triton is first imported."""
+    float32 and in float16 (the served dtype, with its casts): windows shorter and longer
+    than a block, of one token, and rows past the last window, against PyTorch's attention
+    one window at a time. In a process of its own: TRITON_INTERPRET is read when triton is
+    first imported."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", INTERPRETED_ATTENTION],
+        [sys.executable, "-c", INTERPRETED_ATTENTION, dtype, str(tolerance)],
         env=env, cwd=RUNTIME.parents[2], capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
