@@ -170,8 +170,9 @@ def cudnn_refused(device: str, heads: int, hidden: int, length: int) -> str:
 
 def triton_refused(device: str, heads: int, hidden: int, length: int) -> str:
     """Why docq's Triton varlen attention cannot stand in for flash in the small batches'
-    graphs here ("" when it can): no kernels, it raises, or it differs from flash on
-    windows of `length`, a middling and one token, laid out as FlatEncoder lays them."""
+    graphs here ("" when it can): it raises (a compiler or launch failure), or it differs
+    from flash on windows of `length`, a middling and one token, laid out as FlatEncoder
+    lays them. FlatEncoder asks only where CUDA and the kernels are."""
     sizes = [length, length // 2 + 3, 1]
     cu = torch.tensor([0, *itertools.accumulate(sizes)], dtype=torch.int32, device=device)
     gen = torch.Generator(device=device).manual_seed(0)
