@@ -249,7 +249,8 @@ def test_the_triton_small_attention_falls_back_to_flash_where_it_cannot_run(
         (lambda q, *a: q + 1e-3, ""),
     ):
         monkeypatch.setattr(module, "kernels", SimpleNamespace(varlen_attention=kernel))
-        assert module.triton_refused("cpu", 4, 64, 16).startswith(said)
+        refused = module.triton_refused("cpu", 4, 64, 16)
+        assert refused.startswith(said) if said else refused == "", refused
 
 
 INTERPRETED_ATTENTION = """
