@@ -225,6 +225,14 @@ def convert(
             "load, flash where it fails)."
         ),
     ] = "flash",
+    gemm: Annotated[
+        str,
+        typer.Option(
+            help="torch-gpu flat: the large batches' matrix products, cublas or triton "
+            "(docq's persistent GEMM, timed against cuBLAS at load per product, kept where "
+            "faster)."
+        ),
+    ] = "cublas",
     fp8_products: Annotated[
         str,
         typer.Option(
@@ -285,6 +293,7 @@ def convert(
         gelu=gelu,
         attention=attention,
         small_attention=small_attention,
+        gemm=gemm,
         fp8_products=fp8_products,
         fuse=fuse,
     )

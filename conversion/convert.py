@@ -47,6 +47,7 @@ ENGINES = ("flat", "hf")  # torch-gpu: unpadded BERT-family encoder, or transfor
 GELUS = ("erf", "tanh")
 ATTENTIONS = ("flash", "cudnn")  # torch-gpu flat: the varlen attention kernel (docq_flat.py)
 SMALL_ATTENTIONS = ("flash", "triton")  # torch-gpu flat: the small batches' graphs' kernel
+GEMMS = ("cublas", "triton")  # torch-gpu flat: the large batches' matrix products
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,10 @@ class Target:
     # programs for a batch of a few windows, which leave FA2's grid half the GPU); checked
     # against flash at load, flash where it fails.
     small_attention: str = "flash"
+    # torch-gpu flat: the large batches' matrix products, cublas (F.linear) or triton (docq's
+    # persistent TMA GEMM, timed against cuBLAS at load per product and tiling, kept where
+    # faster, for batches of 8,192 tokens or more; cuBLAS elsewhere, the log says why).
+    gemm: str = "cublas"
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
@@ -146,6 +151,8 @@ class Target:
             raise ValueError(f"attention must be one of {ATTENTIONS}")
         if self.small_attention not in SMALL_ATTENTIONS:
             raise ValueError(f"small_attention must be one of {SMALL_ATTENTIONS}")
+        if self.gemm not in GEMMS:
+            raise ValueError(f"gemm must be one of {GEMMS}")
         if self.dtype == "fp8" and self.engine != "flat":
             raise ValueError("fp8 needs the flat engine")
         if self.fp8_products != "all" and self.dtype != "fp8":
@@ -199,6 +206,7 @@ class Target:
             extra["gelu"] = self.gelu
             extra["attention"] = self.attention
             extra["small_attention"] = self.small_attention
+            extra["gemm"] = self.gemm
             if self.dtype == "fp8":
                 extra["fp8_products"] = self.fp8_products
         if self.ragged:

@@ -3,7 +3,7 @@
 Runs the runtime's own TritonPythonModel (serving/runtimes/torch_gpu.py through
 serving.pb_stub) on (64, 512) full rows and (64, 512) with each 7th row 60% long, for
 the padded transformers engine (hf) and the flat engine in FP16 (erf, tanh GELU, tanh with
-cuDNN attention) and FP8;
+cuDNN attention, and with docq's GEMM) and FP8;
 median of `--repeat` calls, seq/s and real tokens/s, and each variant's max |logit diff|
 and label agreement against FP32 (TF32 off) on the same batch.
 
@@ -37,6 +37,8 @@ VARIANTS = {
     "flat-fp16": {},
     "flat-fp16-tanh": {"gelu": "tanh"},
     "flat-fp16-tanh-cudnn": {"gelu": "tanh", "attention": "cudnn"},
+    # docq's persistent GEMM where plan_gemms finds it faster than cuBLAS (the log says which)
+    "flat-fp16-tanh-cudnn-gemm": {"gelu": "tanh", "attention": "cudnn", "gemm": "triton"},
     "flat-fp8": {"dtype": "fp8"},
 }
 

@@ -12,7 +12,10 @@ FP16, each timed by CUDA events (median of --repeat), with the kernel it ran, as
 - `gelu`: the up product's tanh GELU in the epilogue (_addmm_activation), as the engine runs
   it; `gelu-nn` the same on the transposed weight;
 - `compiled` (with --compile): torch.compile max-autotune-no-cudagraphs, Triton's GEMM
-  templates against cuBLAS, autotuned per shape.
+  templates against cuBLAS, autotuned per shape;
+- `docq-<tiles>`: docq's persistent TMA GEMM (serving/runtimes/kernels.py `linear`) in each
+  tiling the runtime tries at load (`gemm=triton`), with the tanh GELU for the up product as
+  the engine runs it (`docq-gelu-<tiles>`).
 
     python3 -m bench.gpu.gemm --out $OUT/gemm.json [--compile]
 """
@@ -29,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.gpu.profile import cuda_ms, kernel_profile
+from serving.runtimes import kernels
 
 HIDDEN = 1024
 PRODUCTS = {"qkv": (HIDDEN, 3 * HIDDEN), "out": (HIDDEN, HIDDEN),
@@ -47,6 +51,10 @@ def ways(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, product: str, compil
     if product == "up":
         out["gelu"] = lambda: torch._addmm_activation(b, x, w.t(), use_gelu=True)
         out["gelu-nn"] = lambda: torch._addmm_activation(b, x, wt, use_gelu=True)
+    for tiles in kernels.TILINGS:  # bound now: the lambdas run after the loop
+        out[f"docq-{tiles}"] = lambda t=tiles: kernels.linear(x, w, b, t)
+        if product == "up":
+            out[f"docq-gelu-{tiles}"] = lambda t=tiles: kernels.linear(x, w, b, t, gelu=True)
     if compiled:
         fn = torch.compile(lambda a: F.linear(a, w, b), mode="max-autotune-no-cudagraphs")
         out["compiled"] = lambda: fn(x)

@@ -24,6 +24,13 @@ varlen) or `triton` (docq_kernels.varlen_attention: query blocks of 64 rows, twi
 programs for a window, for batches of a few windows that leave FA2's grid half the GPU);
 checked against flash at load, flash where it differs or cannot run.
 
+`gemm` picks the large batches' matrix products: `cublas` (F.linear, cuBLASLt with the bias
+and the tanh GELU in its epilogue) or `triton`: docq_kernels.linear, a persistent TMA GEMM,
+timed against cuBLAS at load for each of a layer's four products and each of its tilings
+(`plan_gemms`), and kept per product where it is faster at the largest batch, for batches of
+as many tokens down to where it stops being faster (never under GEMM_MIN_TOKENS: the small
+batches' graphs keep cuBLAS); cuBLAS elsewhere, the reasons in the server's log.
+
 `attention` picks the attention kernel: `flash` (FA2, `varlen_attn`, over the ragged
 offsets) or `cudnn`: cuDNN's fused attention (its Hopper kernel, 5.1 ms against FA2's 7.5
 for the 24 layers of 63 x 512 on the H200, 2026-12-03) for the windows of a whole window's
@@ -50,6 +57,7 @@ offsets, the weight layout and the quantization are tested on a CPU.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -74,6 +82,9 @@ FP8 = "fp8"
 PRODUCTS = ("qkv", "out", "up", "down")  # a layer's four matrix products, in order
 ATTENTION = ("flash", "cudnn")
 SMALL_ATTENTION = ("flash", "triton")
+GEMMS = ("cublas", "triton")
+GEMM_MIN_TOKENS = 8192  # docq's GEMM never runs fewer rows: the graphs' batches keep cuBLAS
+GEMM_GAIN = 0.97  # it must take at most this share of cuBLAS's time to be kept
 FP8_MAX = 448.0
 TOKEN_ALIGN = 16  # FP8 products need every dimension a multiple of 16: tokens are padded to it
 
@@ -200,6 +211,58 @@ def _seconds_per_call(fn: Any, device: str, calls: int = 5) -> float:
     return (time.perf_counter() - start) / calls
 
 
+def gemm_plan(linear: Linear, gelu: bool, tokens: int, device: str) -> tuple[Any, int, str]:
+    """docq's GEMM for `linear`'s product where it beats cuBLAS here: (its tiles, the fewest
+    rows it runs for, what was measured), or (None, 0, why cuBLAS stays).
+
+    Each tiling of docq_kernels.TILINGS runs once at `tokens` rows and once at a ragged
+    count, and is dropped where it fails (a compiler or launch error) or differs from
+    cuBLAS; the fastest at `tokens` is kept if it takes at most GEMM_GAIN of cuBLAS's time,
+    then timed against cuBLAS at half as many rows, and half again, down to
+    GEMM_MIN_TOKENS: it runs for as few rows as it stayed faster."""
+    if tokens < GEMM_MIN_TOKENS:
+        return None, 0, f"cuBLAS: no batch reaches {GEMM_MIN_TOKENS} tokens"
+    linear.tiles = None  # cuBLAS while it is measured
+    gen = torch.Generator(device=device).manual_seed(0)
+    width = linear.weight.shape[1]
+    x = torch.randn((tokens, width), generator=gen, device=device).to(linear.weight.dtype)
+
+    def cublas(rows: int) -> torch.Tensor:  # the tiles are set only once this returns
+        return linear.gelu_tanh(x[:rows]) if gelu else linear(x[:rows])
+
+    def own(tiles: Any, rows: int) -> torch.Tensor:
+        return kernels.linear(x[:rows], linear.weight, linear.bias, tiles, gelu)  # type: ignore[no-any-return]
+
+    timed: dict[Any, float] = {}
+    dropped: list[str] = []
+    for tiles in kernels.TILINGS:
+        try:
+            for rows in (tokens, tokens - 77):  # the last row block part-full
+                want = cublas(rows).float()
+                diff = float((own(tiles, rows).float() - want).abs().max())
+                if not diff <= 1e-2 * max(1.0, float(want.abs().max())):
+                    raise ArithmeticError(f"differs from cuBLAS by {diff:.3g}")
+        except Exception as exc:  # a compiler or launch failure, or wrong sums
+            dropped.append(f"{tiles} {str(exc).splitlines()[0][:120]}")
+            continue
+        timed[tiles] = _seconds_per_call(functools.partial(own, tiles, tokens), device, 20)
+    said = f" (dropped: {'; '.join(dropped)})" if dropped else ""
+    if not timed:
+        return None, 0, f"cuBLAS: no tiling ran{said}"
+    best = min(timed, key=timed.__getitem__)
+    base = _seconds_per_call(functools.partial(cublas, tokens), device, 20)
+    measured = f"{timed[best] * 1e3:.3f} ms against cuBLAS's {base * 1e3:.3f} at {tokens} tokens"
+    if timed[best] > GEMM_GAIN * base:
+        return None, 0, f"cuBLAS: docq's best, {best}, {measured}{said}"
+    fewest, rows = tokens, tokens // 2
+    while rows >= GEMM_MIN_TOKENS:
+        ours = _seconds_per_call(functools.partial(own, best, rows), device, 20)
+        if ours > GEMM_GAIN * _seconds_per_call(functools.partial(cublas, rows), device, 20):
+            break
+        fewest, rows = rows, rows // 2
+    return best, fewest, f"docq's {best}, {measured}, from {fewest} tokens{said}"
+
+
 def full_first(
     ids: np.ndarray, cu: np.ndarray, length: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -260,16 +323,31 @@ class Linear:
             self.bias = bias.to(torch.bfloat16)
         else:
             self.weight, self.bias = weight.to(dtype), bias.to(dtype)
+        # docq's GEMM (docq_kernels.linear) with these tiles, for calls of at least
+        # `min_tokens` rows, where plan_gemms found it faster than cuBLAS; else None.
+        self.tiles: Any = None
+        self.min_tokens = 0
+
+    def _own(self, x: torch.Tensor) -> bool:
+        """Whether docq's GEMM runs this call."""
+        return self.tiles is not None and x.shape[0] >= self.min_tokens and kernels.tma_ready(x)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self._own(x):
+            return kernels.linear(x, self.weight, self.bias, self.tiles)  # type: ignore[no-any-return]
         return F.linear(x, self.weight, self.bias)
 
     def into(self, x: torch.Tensor, out: torch.Tensor) -> None:
         """`self(x)` written into `out` (rows of a larger output: no copy to join them)."""
-        torch.addmm(self.bias, x, self.weight.t(), out=out)
+        if self._own(x) and kernels.tma_ready(out):
+            kernels.linear(x, self.weight, self.bias, self.tiles, out=out)
+        else:
+            torch.addmm(self.bias, x, self.weight.t(), out=out)
 
     def gelu_tanh(self, x: torch.Tensor) -> torch.Tensor:
         """GELU (tanh form) of the product, inside the GEMM's epilogue on CUDA."""
+        if self._own(x):
+            return kernels.linear(x, self.weight, self.bias, self.tiles, gelu=True)  # type: ignore[no-any-return]
         if x.is_cuda:
             return torch._addmm_activation(self.bias, x, self.weight.t(), use_gelu=True)
         return F.gelu(self(x), approximate="tanh")
@@ -322,6 +400,7 @@ class FlatEncoder:
         attention: str = "flash",
         dense_len: int = 512,
         small_attention: str = "flash",
+        gemm: str = "cublas",
     ) -> None:
         reason = unsupported(model.config)
         if reason:
@@ -334,6 +413,8 @@ class FlatEncoder:
             raise ValueError(
                 f"small_attention must be one of {SMALL_ATTENTION}, not {small_attention!r}"
             )
+        if gemm not in GEMMS:
+            raise ValueError(f"gemm must be one of {GEMMS}, not {gemm!r}")
         self.config, self.device, self.gelu = model.config, device, gelu
         self.fp8 = dtype == FP8
         self.p8 = frozenset(products) if self.fp8 else frozenset()
@@ -388,6 +469,29 @@ class FlatEncoder:
                 else "needs CUDA and OpenAI Triton"
             )
             self.small_attention = "flash" if self.small_attention_note else "triton"
+        self.gemm, self.gemm_note = "cublas", ""
+        if gemm == "triton":  # the tiles are chosen by plan_gemms, which needs a batch size
+            self.gemm_note = (
+                "" if self.use_kernels and not self.fp8 else "needs CUDA, OpenAI Triton and FP16"
+            )
+            self.gemm = "cublas" if self.gemm_note else "triton"
+
+    def plan_gemms(self, tokens: int) -> list[str]:
+        """With `gemm` triton, choose docq's GEMM or cuBLAS for each of a layer's products
+        (gemm_plan, on the first layer's weights; every layer's product of that kind
+        follows), for batches of up to `tokens` tokens: what was chosen, and why."""
+        if self.gemm != "triton":
+            return []
+        notes = []
+        for product in PRODUCTS:
+            first = getattr(self.layers[0], product)
+            gelu = product == "up" and self.gelu == "tanh"
+            tiles, fewest, note = gemm_plan(first, gelu, tokens, self.device)
+            for layer in self.layers:
+                linear = getattr(layer, product)
+                linear.tiles, linear.min_tokens = tiles, fewest
+            notes.append(f"{product}: {note}")
+        return notes
 
     def warm_dense(self, windows: int) -> float:
         """Build cuDNN's plan for every block of 1 to `windows` full windows (torch caches

@@ -391,6 +391,7 @@ class TritonPythonModel:
                 parameter(config, "attention", "flash"),
                 self.max_len,
                 parameter(config, "small_attention", "flash"),
+                parameter(config, "gemm", "cublas"),
             )
             if self.flat.small_attention_note:  # the stub's stderr goes to tritonserver's log
                 note = self.flat.small_attention_note
@@ -403,6 +404,14 @@ class TritonPythonModel:
                 seconds = self.flat.warm_dense(max_batch)
                 print(f"torch-gpu: cuDNN plans for 1-{max_batch} windows: {seconds:.1f} s",
                       file=sys.stderr)  # fmt: skip
+            if self.flat.gemm_note:
+                print(f"torch-gpu: gemm=triton refused, cuBLAS runs: {self.flat.gemm_note}",
+                      file=sys.stderr)  # fmt: skip
+            elif self.flat.gemm == "triton":  # before the graphs: their batches keep cuBLAS
+                start = time.perf_counter()
+                notes = self.flat.plan_gemms(max_batch * self.max_len)
+                print(f"torch-gpu: gemm=triton, planned in {time.perf_counter() - start:.1f} s: "
+                      + "; ".join(notes), file=sys.stderr)  # fmt: skip
             self.flat_config = model.config
             del model
             graphs = self.device != "cpu" and parameter(config, "cuda_graphs", "true") == "true"

@@ -73,3 +73,9 @@ def test_the_attention_kernel_reaches_the_runtime_parameters(
     assert extra["small_attention"] == "flash"  # the default
     with pytest.raises(ValueError, match="small_attention must be one of"):
         conv.Target("m", "torch-gpu", small_attention="fa3")
+    result = CliRunner().invoke(cli.app(), [*args, "--gemm", "triton"])
+    assert isinstance(result.exception, Stop), result.output
+    assert seen["target"].classifier_config(2).extra_parameters["gemm"] == "triton"
+    assert extra["gemm"] == "cublas"  # the default
+    with pytest.raises(ValueError, match="gemm must be one of"):
+        conv.Target("m", "torch-gpu", gemm="cutlass")

@@ -299,6 +299,120 @@ def test_the_triton_varlen_attention_kernel_computes_each_window_alone(
     assert done.stdout.startswith("windows 5 max diff"), done.stdout
 
 
+INTERPRETED_LINEAR = """
+import sys, torch
+import torch.nn.functional as F
+from serving import pb_stub
+from serving.runtimes import SOURCES
+kernels = pb_stub._exec("docq_kernels", SOURCES / "kernels.py")
+dtype, tolerance = getattr(torch, sys.argv[1]), float(sys.argv[2])
+Tiles = kernels.Tiles
+torch.manual_seed(0)
+rows, width, n = 77, 48, 80  # a part-full last block of rows and of columns
+x = torch.randn(rows, width).to(dtype)
+w, b = (torch.randn(n, width) * 0.2).to(dtype), torch.randn(n).to(dtype)
+exact = F.linear(x.float(), w.float(), b.float())
+tilings = [Tiles(32, 32, 16, 2, 4), Tiles(32, 64, 16, 2, 4, subtile=True),
+           Tiles(16, 32, 32, 2, 4, specialize=True)]
+worst = 0.0
+for tiles in tilings:
+    for gelu in (False, True):
+        want = F.gelu(exact, approximate="tanh") if gelu else exact
+        got = kernels.linear(x, w, b, tiles, gelu=gelu, programs=3)  # 3 walk all the blocks
+        assert got.dtype == dtype and got.shape == (rows, n), (got.dtype, got.shape)
+        torch.testing.assert_close(got.float(), want, atol=tolerance, rtol=tolerance)
+        worst = max(worst, float((got.float() - want).abs().max()))
+big = torch.zeros(rows + 50, n, dtype=dtype)  # into rows of a larger output, no others
+kernels.linear(x[:30], w, b, tilings[0], out=big[40:70], programs=2)
+torch.testing.assert_close(big[40:70].float(), exact[:30], atol=tolerance, rtol=tolerance)
+assert not big[:40].any() and not big[70:].any(), "rows outside out were written"
+assert not kernels.tma_ready(x.t()) and not kernels.tma_ready(x[:, 1:])
+try:
+    kernels.linear(x[:, 1:], w[:, 1:], b, tilings[0])
+    sys.exit("a misaligned operand was taken")
+except ValueError as exc:
+    assert "TMA-ready" in str(exc), exc
+print("tilings", len(tilings), "max diff", worst)
+"""
+
+
+@pytest.mark.parametrize(("dtype", "tolerance"), [("float32", 1e-5), ("float16", 4e-3)])
+def test_the_triton_gemm_computes_the_product_bias_and_gelu(dtype: str, tolerance: float) -> None:
+    """docq_kernels.linear through OpenAI Triton's interpreter: each kind of tiling (whole
+    and split epilogue, loads in warps of their own), with and without the tanh GELU, rows
+    and columns that do not fill the last block, fewer programs than blocks (the persistent
+    walk), the product written into rows of a larger tensor, and operands TMA cannot read
+    refused."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", INTERPRETED_LINEAR, dtype, str(tolerance)],
+        env=env, cwd=RUNTIME.parents[2], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("tilings 3 max diff"), done.stdout
+
+
+def test_the_gemm_plan_keeps_docqs_gemm_only_where_it_is_faster(
+    runtime: types.ModuleType, version: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gemm_plan's choices, with a stand-in for the kernels and the clock: tilings that
+    fail or differ are dropped, the fastest is kept down to the rows where it stops
+    beating cuBLAS, and the products then run it for those rows only."""
+    module = runtime.flat
+    with pytest.raises(ValueError, match="gemm must be one of"):
+        flat(runtime, version, "CPU", gemm="cutlass")
+    model = flat(runtime, version, "CPU", gemm="triton")
+    assert (model.flat.gemm, model.flat.gemm_note) == (
+        "cublas",
+        "needs CUDA, OpenAI Triton and FP16",
+    )
+    assert model.flat.plan_gemms(1 << 16) == []
+
+    fails, differs, fast = "fails", "differs", "fast"
+    ran: list[int] = []
+
+    def linear(x: Any, w: Any, b: Any, tiles: str, gelu: bool = False, out: Any = None) -> Any:
+        if tiles == fails:
+            raise RuntimeError("PTX compile failed\nmore")
+        ran.append(x.shape[0])
+        y = F.linear(x, w, b)
+        return (F.gelu(y, approximate="tanh") if gelu else y) + (1.0 if tiles == differs else 0)
+
+    kernels = SimpleNamespace(
+        TILINGS=(fails, differs, fast), linear=linear, tma_ready=lambda t: True
+    )
+    monkeypatch.setattr(module, "kernels", kernels)
+    cublas_ms = {32768: 1.0, 16384: 0.5, 8192: 0.25}
+
+    def clock(ours: dict[int, float]) -> Any:
+        def seconds(fn: Any, device: str, calls: int = 5) -> float:
+            *tiles, rows = fn.args
+            return (ours[rows] if tiles else cublas_ms[rows]) / 1e3
+
+        return seconds
+
+    gen = torch.Generator().manual_seed(0)
+    one = module.Linear(torch.randn(6, 4, generator=gen), torch.randn(6, generator=gen),
+                        torch.float32, False)  # fmt: skip
+    monkeypatch.setattr(module, "_seconds_per_call", clock({32768: 0.8, 16384: 0.45, 8192: 0.3}))
+    tiles, fewest, note = module.gemm_plan(one, False, 32768, "cpu")
+    assert (tiles, fewest) == (fast, 16384), note
+    assert note.startswith("docq's fast, 0.800 ms against cuBLAS's 1.000 at 32768 tokens"), note
+    assert "fails PTX compile failed" in note and "differs differs from cuBLAS by 1" in note
+    one.tiles, one.min_tokens = tiles, fewest
+    x = torch.randn(16384, 4, generator=gen)
+    ran.clear()
+    torch.testing.assert_close(one(x), F.linear(x, one.weight, one.bias))
+    torch.testing.assert_close(one(x[:9000]), F.linear(x[:9000], one.weight, one.bias))
+    assert ran == [16384], "docq's GEMM ran for the large call only"
+    monkeypatch.setattr(module, "_seconds_per_call", clock({32768: 0.99}))
+    tiles, fewest, note = module.gemm_plan(one, True, 32768, "cpu")  # planned anew: cuBLAS
+    assert (tiles, fewest, one.tiles) == (None, 0, None)
+    assert note.startswith("cuBLAS: docq's best, fast, 0.990 ms against cuBLAS's 1.000"), note
+    assert module.gemm_plan(one, False, 8000, "cpu")[2] == "cuBLAS: no batch reaches 8192 tokens"
+
+
 def test_full_first_lays_out_the_full_windows_first_and_keeps_the_order(
     runtime: types.ModuleType,
 ) -> None:
@@ -449,6 +563,46 @@ def test_triton_small_attention_in_the_graphs_serves_what_flash_serves(
         ):
             np.testing.assert_allclose(got, want, atol=2e-2)
             assert (got.argmax(1) == reference(version, ids, mask).argmax(1)).all()
+
+
+@cuda
+def test_triton_gemm_serves_what_cublas_serves(runtime: types.ModuleType, version: Path) -> None:
+    """docq's GEMM on the GPU: every tiling that compiles here computes RoBERTa-large's
+    products as cuBLAS does (one at least must), and an encoder whose products all run it
+    gives cuBLAS's logits on a batch past GEMM_MIN_TOKENS."""
+    kernels, module = runtime.flat.kernels, runtime.flat
+    torch.manual_seed(0)
+    x = torch.randn(8192 + 77, 1024, device="cuda", dtype=torch.float16)
+    w = torch.randn(3072, 1024, device="cuda", dtype=torch.float16) * 0.03
+    b = torch.randn(3072, device="cuda", dtype=torch.float16)
+    want = F.linear(x, w, b).float()
+    compiled = []
+    for tiles in kernels.TILINGS:
+        try:
+            got = kernels.linear(x, w, b, tiles)
+        except Exception:  # a tiling this GPU's compiler refuses: gemm_plan drops it too
+            continue
+        torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=1e-2)
+        gelu = kernels.linear(x, w, b, tiles, gelu=True).float()
+        torch.testing.assert_close(gelu, F.gelu(want, approximate="tanh"), atol=2e-2, rtol=1e-2)
+        compiled.append(tiles)
+    assert compiled, "no tiling compiled"
+    model = flat(runtime, version, "GPU", gemm="triton")
+    notes = model.flat.plan_gemms(1 << 14)
+    assert [n.split(":")[0] for n in notes] == ["qkv", "out", "up", "down"], notes
+    cublas = flat(runtime, version, "GPU")
+    for layer in model.flat.layers:  # docq's GEMM everywhere, whatever the plan chose
+        for product in module.PRODUCTS:
+            linear = getattr(layer, product)
+            linear.tiles, linear.min_tokens = compiled[0], module.GEMM_MIN_TOKENS
+    count, length = 70, MAX_SEQ_LEN  # 8,960 tokens
+    ids = torch.randint(3, vocab(version), (count * length,), device="cuda")
+    pos = torch.arange(length, device="cuda").repeat(count) + 2
+    cu = torch.arange(0, count * length + 1, length, device="cuda", dtype=torch.int32)
+    order = torch.arange(count, device="cuda")
+    got = model.flat.forward(ids, pos, cu, order, length)
+    want = cublas.flat.forward(ids, pos, cu, order, length)
+    torch.testing.assert_close(got, want, atol=2e-2, rtol=1e-2)
 
 
 @cuda
