@@ -596,12 +596,12 @@ def test_triton_gemm_serves_what_cublas_serves(runtime: types.ModuleType, versio
             linear = getattr(layer, product)
             linear.tiles, linear.min_tokens = compiled[0], module.GEMM_MIN_TOKENS
     count, length = 70, MAX_SEQ_LEN  # 8,960 tokens
-    ids = torch.randint(3, vocab(version), (count * length,), device="cuda")
-    pos = torch.arange(length, device="cuda").repeat(count) + 2
-    cu = torch.arange(0, count * length + 1, length, device="cuda", dtype=torch.int32)
-    order = torch.arange(count, device="cuda")
-    got = model.flat.forward(ids, pos, cu, order, length)
-    want = cublas.flat.forward(ids, pos, cu, order, length)
+    ids = np.random.default_rng(0).integers(3, vocab(version), count * length)
+    cu = np.arange(0, count * length + 1, length, dtype=np.int32)
+    pos = module.positions(model.flat_config, ids, cu)
+    args = [torch.from_numpy(a).cuda() for a in (ids, pos, cu, np.arange(count))]
+    got = model.flat.forward(*args, length)
+    want = cublas.flat.forward(*args, length)
     torch.testing.assert_close(got, want, atol=2e-2, rtol=1e-2)
 
 
