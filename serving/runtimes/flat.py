@@ -471,9 +471,9 @@ class FlatEncoder:
             self.small_attention = "flash" if self.small_attention_note else "triton"
         self.gemm, self.gemm_note = "cublas", ""
         if gemm == "triton":  # the tiles are chosen by plan_gemms, which needs a batch size
-            self.gemm_note = (
-                "" if self.use_kernels and not self.fp8 else "needs CUDA, OpenAI Triton and FP16"
-            )
+            halves = (torch.float16, torch.bfloat16)  # float32 would run TF32 in tl.dot
+            ready = self.use_kernels and not self.fp8 and self.dtype in halves
+            self.gemm_note = "" if ready else "needs CUDA, OpenAI Triton and FP16 or BF16"
             self.gemm = "cublas" if self.gemm_note else "triton"
 
     def plan_gemms(self, tokens: int) -> list[str]:
