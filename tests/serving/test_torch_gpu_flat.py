@@ -253,6 +253,19 @@ def test_the_triton_small_attention_falls_back_to_flash_where_it_cannot_run(
         assert refused.startswith(said) if said else refused == "", refused
 
 
+def interpreted(script: str, dtype: str, tolerance: float) -> str:
+    """What `script` printed, run through OpenAI Triton's interpreter on the CPU. In a
+    process of its own: TRITON_INTERPRET is read when triton is first imported."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, dtype, str(tolerance)],
+        env=env, cwd=RUNTIME.parents[2], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 INTERPRETED_ATTENTION = """
 import sys, numpy as np, torch
 from serving import pb_stub
@@ -287,16 +300,8 @@ def test_the_triton_varlen_attention_kernel_computes_each_window_alone(
     """docq_kernels.varlen_attention through OpenAI Triton's interpreter, on the CPU in
     float32 and in float16 (the served dtype, with its casts): windows shorter and longer
     than a block, of one token, and rows past the last window, against PyTorch's attention
-    one window at a time. In a process of its own: TRITON_INTERPRET is read when triton is
-    first imported."""
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", INTERPRETED_ATTENTION, dtype, str(tolerance)],
-        env=env, cwd=RUNTIME.parents[2], capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.startswith("windows 5 max diff"), done.stdout
+    one window at a time."""
+    assert interpreted(INTERPRETED_ATTENTION, dtype, tolerance).startswith("windows 5 max diff")
 
 
 INTERPRETED_LINEAR = """
@@ -343,14 +348,7 @@ def test_the_triton_gemm_computes_the_product_bias_and_gelu(dtype: str, toleranc
     and columns that do not fill the last block, fewer programs than blocks (the persistent
     walk), the product written into rows of a larger tensor, and operands TMA cannot read
     refused."""
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", INTERPRETED_LINEAR, dtype, str(tolerance)],
-        env=env, cwd=RUNTIME.parents[2], capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.startswith("tilings 3 max diff"), done.stdout
+    assert interpreted(INTERPRETED_LINEAR, dtype, tolerance).startswith("tilings 3 max diff")
 
 
 def test_the_gemm_plan_keeps_docqs_gemm_only_where_it_is_faster(
