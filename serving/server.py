@@ -74,6 +74,20 @@ def restrictions(admin_key: str) -> list[str]:
     return [f"--http-restricted-api={rule}", f"--grpc-restricted-protocol={rule}"]
 
 
+# The Python backend's shared-memory region per stub: 64 MB at start and per growth (the
+# backend's default before 23.09), where 24.10 starts at 1 MB and grows by 1 MB. Growing it
+# while requests are in flight is what the backend crashes in, now and then (boost's
+# lock_exception or SIGSEGV in TRITONBACKEND_ModelInstanceExecute, the whole server down:
+# triton-inference-server/server#8882, payloads past the region; a CPU server of the
+# failover test, 2026-12-05). A batch of 64 windows of 512 tokens sends 512 KB of ids and
+# mask alone, so the 1 MB region grew under docq's load; 64 MB never has to. /dev/shm pages
+# are taken only where written (deploy/ gives Triton 1-2 GB of it).
+PYTHON_SHM = [
+    f"--backend-config=python,shm-default-byte-size={64 << 20}",
+    f"--backend-config=python,shm-growth-byte-size={64 << 20}",
+]
+
+
 def server_command(
     model_repository: Path,
     http_port: int,
@@ -103,6 +117,7 @@ def server_command(
         "--strict-readiness=true",
         "--exit-on-error=false",
         "--log-verbose=0",
+        *PYTHON_SHM,
     ]
     cmd += [f"--load-model={name}" for name in load or []]
     return cmd + restrictions(admin_key) + list(extra or [])

@@ -31,6 +31,10 @@ args=(
   "--grpc-port=8001"
   "--metrics-port=8002"
   "--log-verbose=0"
+  # The Python backend's shared memory per stub, 64 MB at start and per growth: growing its
+  # 1 MB default under load is where it crashes (serving/server.py, PYTHON_SHM).
+  "--backend-config=python,shm-default-byte-size=67108864"
+  "--backend-config=python,shm-growth-byte-size=67108864"
 )
 
 if [[ "${mode}" == explicit ]]; then

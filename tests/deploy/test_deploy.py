@@ -26,7 +26,7 @@ import yaml
 from devstack.stack import all_processes, local_stack
 from docq import queue
 from docq.config import Settings
-from serving.server import startup_models
+from serving.server import PYTHON_SHM, startup_models
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -658,6 +658,7 @@ def test_launcher_loads_what_docq_tritonserver_would(
     assert f"--model-repository={repository}" in argv
     assert "--model-control-mode=explicit" in argv
     assert argv[-1] == "--log-info=true"
+    assert set(PYTHON_SHM) <= set(argv), "the container's server sizes the stubs' memory as ours"
     ports = {"--http-port": "http", "--grpc-port": "grpc", "--metrics-port": "metrics"}
     for flag, port in ports.items():
         assert int(option(argv, flag)) == default(f"triton_{port}_port")

@@ -121,6 +121,10 @@ def test_launcher_loads_the_startup_models_the_repository_holds(tmp_path: Path) 
     assert startup_models(tmp_path, ("doc-type", "missing")) == ["doc-type"]
     cmd = server_command(tmp_path, 1, 2, 3, model_control="explicit", load=["doc-type"])
     assert "--model-control-mode=explicit" in cmd and "--load-model=doc-type" in cmd
+    shm = [a for a in cmd if a.startswith("--backend-config=python,shm-")]
+    assert shm == [
+        f"--backend-config=python,shm-{k}-byte-size=67108864" for k in ("default", "growth")
+    ]
 
 
 # --- a real tritonserver in explicit mode ---------------------------------------------
