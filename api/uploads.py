@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import pydantic
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
+from prometheus_client import Gauge
 
 from api.files import resolve, text_cap
 from api.formats import parse_json, parse_multipart, parse_ndjson, too_many, webhook_fields
@@ -71,6 +72,15 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join([chunk async for chunk in _stream(request, limit)])
 
 
+# livesum: with several API processes (PROMETHEUS_MULTIPROC_DIR) the scrape adds up the live ones
+UPLOADS_PARSING = Gauge(
+    "docq_api_uploads_parsing",
+    "Uploads this API process is reading and validating now; at max_parsing_uploads the "
+    "next one is refused with 429.",
+    multiprocess_mode="livesum",
+)
+
+
 class _Slots:
     """The uploads one API process parses at once; one more is refused (429), not queued,
     so memory stays bounded by `max_parsing_uploads` bodies."""
@@ -86,8 +96,10 @@ class _Slots:
                 "retry shortly",
                 {"limit": "max_parsing_uploads", "max": self.n},
             )
+        UPLOADS_PARSING.inc()
 
     def give(self) -> None:
+        UPLOADS_PARSING.dec()
         self._free.release()
 
 

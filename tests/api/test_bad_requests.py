@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,8 @@ from docq.config import Settings
 from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, bulk_lanes
 from docq.store import Document, JobStore
 from tests.conftest import MODEL_REPOSITORY, TENANT, settings_env, tenant_headers
+from tests.polling import until
+from tests.test_metrics_e2e import samples, value
 
 MAX_DOCUMENTS = 50
 MAX_CHARS = 1000
@@ -619,9 +620,9 @@ def test_what_escapes_is_a_json_500_with_a_request_id(
 def test_uploads_past_the_parsing_slots_get_429_and_health_still_answers(
     server: tuple[str, Settings],
 ) -> None:
-    """One upload holds this server's only parsing slot (its body still streaming in): the
-    next upload gets 429 with Retry-After, /healthz answers meanwhile, and once the first
-    is done the slot is free again."""
+    """One upload holds this server's only parsing slot (its body still streaming in), as
+    `docq_api_uploads_parsing` shows: the next upload gets 429 with Retry-After, /healthz
+    answers meanwhile, and once the first is done the slot is free again."""
     url, settings = server
     go_on = threading.Event()
     answers: list[httpx.Response] = []
@@ -635,30 +636,29 @@ def test_uploads_past_the_parsing_slots_get_429_and_health_still_answers(
         with httpx.Client(base_url=url, headers=tenant_headers(settings), timeout=120) as c:
             answers.append(c.post("/v1/jobs", content=slow_body(), headers={"content-type": JSON}))
 
+    def parsing(c: httpx.Client) -> float:
+        return value(samples(c.get("/metrics").text), "docq_api_uploads_parsing")
+
     first = threading.Thread(target=upload)
-    first.start()
     try:
         with httpx.Client(base_url=url, headers=tenant_headers(settings), timeout=60) as c:
-            deadline = time.monotonic() + 60  # until the first upload holds the slot (a
-            while time.monotonic() < deadline:  # count of tries ran out on a busy machine)
-                if not first.is_alive():  # it came while a probe held the slot: its 429
-                    answers.clear()
-                    first = threading.Thread(target=upload)
-                    first.start()
-                    time.sleep(0.2)  # room for it to take the slot before the next probe
-                busy = c.post("/v1/jobs", json={"documents": []})  # 422 when it gets a slot
-                if busy.status_code == 429:
-                    break
-                time.sleep(0.01)
-            assert busy.status_code == 429
+            assert parsing(c) == 0
+            first.start()
+            # Nothing else takes the slot until the gauge says the first upload holds it: a
+            # probe before that could take it first and leave the first upload its 429.
+            until(lambda: parsing(c) == 1, "the first upload to hold the parsing slot", 60)
+            busy = c.post("/v1/jobs", json={"documents": []})
+            assert busy.status_code == 429, busy.text
             assert busy.json()["error"]["code"] == "overloaded"
             assert int(busy.headers["retry-after"]) > 0
             assert c.get("/healthz").json() == {"status": "ok"}
             go_on.set()
             first.join(60)
             assert answers[0].status_code == 422  # no documents: its own answer, not a 429
+            assert parsing(c) == 0
             after = c.post("/v1/jobs", json={"documents": []})
             assert after.status_code == 422  # the slot is free again
     finally:
         go_on.set()
-        first.join(60)
+        if first.is_alive():
+            first.join(60)
