@@ -109,6 +109,8 @@ class Settings(  # one base per area
             raise ValueError("shard_lease_s, sweep_interval_s and audit_interval_s must be > 0")
         if self.task_retry_budget_s < 0:
             raise ValueError("task_retry_budget_s must be >= 0")
+        if self.worker_stall_s < 0:
+            raise ValueError("worker_stall_s must be >= 0 (0: no stall guard)")
         if self.redis_wait_replicas < 0 or self.redis_wait_timeout_ms < 1:
             raise ValueError("redis_wait_replicas must be >= 0, redis_wait_timeout_ms >= 1")
         if self.redis_mode not in ("single", "sentinel"):

@@ -202,6 +202,15 @@ class Workers(BaseModel):
         description="Redis redelivers an unacknowledged task after this long. Must exceed the "
         "slowest shard, or a slow shard runs twice (harmless, but wasted).",
     )
+    worker_stall_s: float = Field(
+        60.0,
+        description="A worker that holds no task while its queues have messages, and took "
+        "none for this long, restarts its broker connection (Celery's Redis consumer can come "
+        "back from a lost connection and never read again); still stalled as long again, it "
+        "shuts down for its supervisor to start it afresh. 0: never. Shorter resumes sooner "
+        "after such a stall; it must exceed the longest pause between a queue's message and "
+        "its receipt.",
+    )
     task_retry_budget_s: float = Field(
         1800.0,
         description="How long a shard keeps retrying retryable errors (Triton or Redis "

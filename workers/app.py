@@ -39,7 +39,7 @@ from workers.shard import WorkerContext
 log = logging.getLogger(__name__)
 
 # Configured when its configuration is first read (on_configure), not at import.
-app = Celery("docq", include=["workers.tasks"])
+app = Celery("docq", include=["workers.tasks", "workers.stall"])
 
 
 @app.on_configure.connect

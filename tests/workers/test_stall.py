@@ -1,0 +1,37 @@
+"""workers/stall.py's decision: when a worker that holds nothing beside waiting messages is
+stalled, and that a reconnection comes first and a shutdown only when it did not help."""
+
+from __future__ import annotations
+
+from workers.stall import Remedy, Watch
+
+IDLE = {"waiting": 5, "held": 0}
+
+
+def test_an_idle_worker_beside_waiting_messages_reconnects_then_shuts_down() -> None:
+    w = Watch(stall_s=10)
+    assert w.check(100, **IDLE, received_at=50) is Remedy.NONE  # idle from now
+    assert w.check(109, **IDLE, received_at=50) is Remedy.NONE
+    assert w.check(110, **IDLE, received_at=50) is Remedy.RECONNECT
+    assert w.check(115, **IDLE, received_at=50) is Remedy.NONE  # the reconnection's own time
+    assert w.check(119, **IDLE, received_at=50) is Remedy.NONE
+    assert w.check(120, **IDLE, received_at=50) is Remedy.SHUT_DOWN
+
+
+def test_a_task_received_after_the_reconnection_starts_over() -> None:
+    w = Watch(stall_s=10)
+    w.check(100, **IDLE, received_at=50)
+    assert w.check(110, **IDLE, received_at=50) is Remedy.RECONNECT
+    assert w.check(112, **IDLE, received_at=111) is Remedy.NONE  # it reads again
+    assert w.check(121, **IDLE, received_at=111) is Remedy.NONE
+    assert w.check(122, **IDLE, received_at=111) is Remedy.RECONNECT  # a new stall: reconnect
+
+
+def test_a_busy_worker_or_empty_queues_are_no_stall() -> None:
+    w = Watch(stall_s=10)
+    w.check(100, **IDLE, received_at=50)
+    assert w.check(150, waiting=5, held=2, received_at=50) is Remedy.NONE  # its pool is full
+    assert w.check(151, **IDLE, received_at=50) is Remedy.NONE  # idle again: from now
+    assert w.check(160, waiting=0, held=0, received_at=50) is Remedy.NONE  # nothing to take
+    assert w.check(175, **IDLE, received_at=50) is Remedy.NONE
+    assert w.check(185, **IDLE, received_at=50) is Remedy.RECONNECT

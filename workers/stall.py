@@ -1,0 +1,145 @@
+"""A worker whose consumer stopped reading while its queues wait makes it read again.
+
+Why: Celery's consumer on a Redis broker can come back from a lost connection and never
+read again: the process answers, holds no task, and the queues it serves keep their
+messages until it is restarted by hand (celery/celery#8030, #9054, #10205, #10302, the last
+on Celery 5.6). kombu's Redis transport stops polling a channel's BRPOP while the channel's
+QoS has no credit left (kombu/transport/redis.py, `_update_brpop_polling`), so one credit
+never given back stops it for good. A Redis crash in clean-clone CI left a shard worker so
+for ten minutes (tests/test_faults_redis.py), 64 of 600 documents done. Nothing the
+sweeper reads is wrong then: the shards wait in their queue, so neither the leases nor the
+audits (workers/sweeper.py, workers/audit.py) can move them; the consumer must read again.
+
+So a thread in every worker looks, every quarter of `worker_stall_s`, at what the worker
+holds and at what waits in the queues it consumes now (a queue cancelled by an operator is
+not watched). A worker that holds no task (no prefetch limit, no busy pool holds it back)
+while messages wait, and has received none for `worker_stall_s`, is stalled. The remedy is
+Celery's own: an error of the broker connection raised in the consumer's event loop, which
+Celery answers as it answers a lost connection: it closes the connection, connects again,
+builds a fresh channel (a fresh QoS) and consumes again. A worker still stalled as long
+again shuts down (SIGTERM, warm) for its supervisor to start it afresh: the Deployment,
+compose's restart policy. While the broker cannot be read, nothing is decided.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from celery.signals import task_received, worker_ready
+from celery.worker import state
+from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
+
+from docq.config import get_settings
+
+log = logging.getLogger(__name__)
+
+
+class Remedy(enum.Enum):
+    NONE = "none"
+    RECONNECT = "reconnect"
+    SHUT_DOWN = "shut down"
+
+
+@dataclass
+class Watch:
+    """When a worker is stalled, and what to do: fed what it holds, what waits in its
+    queues, and when it last received a task."""
+
+    stall_s: float
+    since: float | None = None  # when this stretch of idling beside waiting messages began
+    remedies: int = 0  # applied in this stretch
+
+    def check(self, now: float, *, waiting: int, held: int, received_at: float) -> Remedy:
+        if waiting == 0 or held > 0:
+            self.since, self.remedies = None, 0  # nothing to take, or busy: not stalled
+            return Remedy.NONE
+        if self.since is None or received_at > self.since:
+            self.since, self.remedies = now, 0  # idle from now, or it received one since
+            return Remedy.NONE
+        if now - self.since < self.stall_s * (self.remedies + 1):
+            return Remedy.NONE
+        self.remedies += 1
+        return Remedy.RECONNECT if self.remedies == 1 else Remedy.SHUT_DOWN
+
+
+class ConsumerStalled(ConnectionError):
+    """Raised in the consumer's event loop: Celery reconnects as after a lost connection."""
+
+
+_received_at = time.monotonic()
+
+
+@task_received.connect
+def _received(**_: object) -> None:
+    global _received_at
+    _received_at = time.monotonic()
+
+
+def waiting(consumer: Any) -> int:
+    """Messages waiting in the queues the consumer reads now (every priority level)."""
+    queues = [q.name for q in consumer.task_consumer.queues] if consumer.task_consumer else []
+    with consumer.app.connection_for_write() as conn:
+        channel: Any = conn.default_channel
+        pipe = channel.client.pipeline(transaction=False)
+        for queue in queues:
+            for pri in channel.priority_steps:
+                pipe.llen(channel._q_for_pri(queue, pri))
+        return sum(pipe.execute())
+
+
+def reconnect(consumer: Any, why: str) -> None:
+    """Celery's reconnection, from the consumer's own event loop."""
+
+    def _raise() -> None:
+        raise ConsumerStalled(why)
+
+    consumer.hub.call_soon(_raise)
+
+
+def _guard(consumer: Any, watch: Watch) -> None:
+    while True:
+        time.sleep(watch.stall_s / 4)
+        try:
+            queued = waiting(consumer)
+        except (OperationalError, RedisError, OSError) as exc:
+            log.debug("stall check skipped: broker unavailable (%s)", exc)
+            continue
+        except AttributeError:
+            continue  # the consumer is between connections: no task consumer yet
+        remedy = watch.check(
+            time.monotonic(),
+            waiting=queued,
+            held=len(state.reserved_requests),
+            received_at=_received_at,
+        )
+        why = (
+            f"the consumer holds no task and received none for {watch.stall_s:g}s while "
+            f"{queued} messages wait in its queues"
+        )
+        if remedy is Remedy.RECONNECT:
+            log.error("%s: reconnecting to the broker", why)
+            reconnect(consumer, why)
+        elif remedy is Remedy.SHUT_DOWN:
+            log.critical("%s, after a reconnection too: shutting down to be restarted", why)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+
+
+@worker_ready.connect
+def _start(sender: Any = None, **_: object) -> None:
+    """Every worker watches its consumer, unless worker_stall_s is 0. `sender`: the
+    consumer (celery/worker/consumer/consumer.py, on_ready)."""
+    stall_s = get_settings().worker_stall_s
+    if not stall_s or getattr(sender, "hub", None) is None:
+        return  # off, or no event loop to reconnect from (a worker without one)
+    watch = Watch(stall_s)
+    threading.Thread(target=_guard, args=(sender, watch), name="stall-guard", daemon=True).start()
+    log.info("stall guard started: idle for %ss beside waiting messages, it reconnects", stall_s)
