@@ -15,7 +15,7 @@ from docq.config import Settings
 from docq.store import JobStore, connection
 from docq.store.tenants import Tenants
 
-pytest_plugins = ["tests.tiers"]  # the tiers' markers and the hook that checks them
+pytest_plugins = ["tests.tiers", "tests.failure_logs"]  # tier markers; failed tests show logs
 
 MODEL_REPOSITORY = REPO / "model_repository"
 TENANT = "tests"  # the tenant of the `api` client's key
