@@ -14,6 +14,9 @@ job forever (8 of 24 documents). The second never has credit at all.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -37,68 +40,65 @@ NO_CREDIT = QOS + "transport.QoS.can_consume = lambda self: False\n"
 DOCS = [{"id": d.id, "text": d.text[:200]} for d in generate(24, seed=5)]
 
 
-def patched(tmp_path: Path, env: dict[str, str], source: str) -> dict[str, str]:
-    """`env` with a sitecustomize that patches kombu as `source` says."""
+@dataclass
+class Stack:
+    api: httpx.Client
+    worker: subprocess.Popen
+    job_id: str
+
+
+@contextmanager
+def stalling(tmp_path: Path, triton_url: str, patch: str, stall_s: float) -> Iterator[Stack]:
+    """Redis, the API and one shard worker whose kombu is patched by `patch` (a
+    sitecustomize on its PYTHONPATH), with a 24-document job (6 shards of 4; the worker's
+    prefetch is 2) uploaded."""
     folder = tmp_path / "patch"
     folder.mkdir()
-    (folder / "sitecustomize.py").write_text(source)
-    return {**env, "PYTHONPATH": str(folder)}
-
-
-def stack_settings(redis_url: str, triton_url: str, stall_s: float) -> Settings:
-    return Settings(
-        redis_url=redis_url,
-        triton_grpc_url=triton_url,
-        model_repository=MODEL_REPOSITORY,
-        shard_size=4,  # 6 shards; the worker's prefetch is 2
-        worker_stall_s=stall_s,
-    )
+    (folder / "sitecustomize.py").write_text(patch)
+    with redis_server(tmp_path / "redis") as redis_url:
+        s = Settings(
+            redis_url=redis_url,
+            triton_grpc_url=triton_url,
+            model_repository=MODEL_REPOSITORY,
+            shard_size=4,
+            worker_stall_s=stall_s,
+        )
+        env = settings_env(s)
+        patched = {**env, "PYTHONPATH": str(folder)}
+        with (
+            celery_worker(patched, tmp_path / "worker.log", "cpu", concurrency=2) as worker,
+            api_server(env, tmp_path / "api.log") as url,
+            httpx.Client(base_url=url, headers=tenant_headers(s), timeout=30) as api,
+        ):
+            created = api.post("/v1/jobs", json={"model": "doc-type", "documents": DOCS})
+            assert created.status_code == 202, created.text
+            yield Stack(api, worker, created.json()["id"])
 
 
 @pytest.mark.timeout(300)
 def test_a_consumer_that_stops_reading_is_reconnected_and_the_job_completes(
     tmp_path: Path, triton_url: str
 ) -> None:
-    log = tmp_path / "worker.log"
-    with redis_server(tmp_path / "redis") as redis_url:
-        s = stack_settings(redis_url, triton_url, stall_s=2)
-        env = settings_env(s)
-        with (
-            celery_worker(patched(tmp_path, env, LEAKS_CREDIT), log, "cpu", concurrency=2),
-            api_server(env, tmp_path / "api.log") as url,
-            httpx.Client(base_url=url, headers=tenant_headers(s), timeout=30) as api,
-        ):
-            created = api.post("/v1/jobs", json={"model": "doc-type", "documents": DOCS})
-            assert created.status_code == 202, created.text
-            job, _ = wait_until_final(api, created.json()["id"], timeout=240)  # type: ignore[arg-type]
-            results = all_results(api, job["id"])  # type: ignore[arg-type]
-    text = log.read_text()
+    with stalling(tmp_path, triton_url, LEAKS_CREDIT, stall_s=2) as stack:
+        job, _ = wait_until_final(stack.api, stack.job_id, timeout=240)  # type: ignore[arg-type]
+        results = all_results(stack.api, stack.job_id)  # type: ignore[arg-type]
+    log = (tmp_path / "worker.log").read_text()
     assert job["status"] == "succeeded", job
     assert sorted(r["id"] for r in results) == sorted(d["id"] for d in DOCS)  # each once
-    assert "reconnecting to the broker" in text
-    assert "shutting down to be restarted" not in text  # a reconnection was enough
+    assert "reconnecting to the broker" in log
+    assert "shutting down to be restarted" not in log  # a reconnection was enough
 
 
 @pytest.mark.timeout(300)
 def test_a_consumer_a_reconnection_does_not_cure_shuts_its_worker_down(
     tmp_path: Path, triton_url: str
 ) -> None:
-    log = tmp_path / "worker.log"
-    with redis_server(tmp_path / "redis") as redis_url:
-        s = stack_settings(redis_url, triton_url, stall_s=1)
-        env = settings_env(s)
-        with (
-            celery_worker(patched(tmp_path, env, NO_CREDIT), log, "cpu", concurrency=2) as proc,
-            api_server(env, tmp_path / "api.log") as url,
-            httpx.Client(base_url=url, headers=tenant_headers(s), timeout=30) as api,
-        ):
-            created = api.post("/v1/jobs", json={"model": "doc-type", "documents": DOCS})
-            assert created.status_code == 202, created.text
-            try:
-                proc.wait(120)  # it ends itself: nothing here stops it before
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"the stalled worker is still running (log: {log})")
-            job = api.get(f"/v1/jobs/{created.json()['id']}").json()
-    text = log.read_text()
-    assert text.index("reconnecting to the broker") < text.index("shutting down to be restarted")
+    with stalling(tmp_path, triton_url, NO_CREDIT, stall_s=1) as stack:
+        try:
+            stack.worker.wait(120)  # it ends itself: nothing here stops it before
+        except subprocess.TimeoutExpired:
+            pytest.fail("the stalled worker is still running")
+        job = stack.api.get(f"/v1/jobs/{stack.job_id}").json()
+    log = (tmp_path / "worker.log").read_text()
+    assert log.index("reconnecting to the broker") < log.index("shutting down to be restarted")
     assert job["progress"]["documents_done"] == 0  # it never read: the job waits for a worker
