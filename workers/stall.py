@@ -114,6 +114,9 @@ def _guard(consumer: Any, watch: Watch) -> None:
             continue
         except AttributeError:
             continue  # the consumer is between connections: no task consumer yet
+        except Exception:  # the guard must outlive whatever one look ran into
+            log.warning("stall check failed", exc_info=True)
+            continue
         remedy = watch.check(
             time.monotonic(),
             waiting=queued,
