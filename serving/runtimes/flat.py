@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -220,8 +221,8 @@ def _ratio(ours: Any, theirs: Any, device: str) -> tuple[float, float, float]:
     for _ in range(GEMM_ROUNDS):
         a.append(_seconds_per_call(ours, device, 20))
         b.append(_seconds_per_call(theirs, device, 20))
-    ratios = sorted(x / y for x, y in zip(a, b, strict=True))
-    return ratios[len(ratios) // 2], sorted(a)[len(a) // 2], sorted(b)[len(b) // 2]
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return statistics.median(ratios), statistics.median(a), statistics.median(b)
 
 
 def gemm_plan(linear: Linear, gelu: bool, tokens: int, device: str) -> tuple[Any, int, str]:
