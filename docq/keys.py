@@ -85,14 +85,16 @@ def leases() -> str:
 
 
 def missing(job_id: str) -> str:
-    """Hash: shard number -> when an audit first found it nowhere (no result, lease or
-    message): a shard still missing at the next audit is enqueued again (workers/audit.py)."""
+    """Hash: shard number (-1: the job's webhook event) -> when an audit first found it
+    nowhere (no result, lease or message): one still missing at the next audit is enqueued
+    again (workers/audit.py)."""
     return f"{PREFIX}:job:{{{job_id}}}:missing"
 
 
 def active() -> str:
-    """Sorted set: id of each job not yet known to be final -> when it is next due for an
-    audit of its shards (epoch s). Not under a job's hash tag."""
+    """Sorted set: id of each job not yet known to be final, or final with its webhook event
+    not yet settled -> when it is next due for an audit of its shards or event (epoch s).
+    Not under a job's hash tag."""
     return f"{PREFIX}:active"
 
 

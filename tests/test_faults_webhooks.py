@@ -6,6 +6,9 @@ A retry waits in the worker that failed the attempt (Celery's countdown: on a Re
 the message is taken at once and held unacknowledged until due), so the kill takes it along;
 a sweeper puts it back in its queue once its attempt is overdue (workers/redelivery.py),
 and the webhooks worker a supervisor starts in its place delivers it.
+
+A shard worker SIGKILLed between making a job final and enqueueing its event: the audits
+enqueue the event within a minute, once.
 """
 
 from __future__ import annotations
@@ -126,3 +129,59 @@ def test_a_webhooks_worker_killed_holding_a_retry_delivers_within_backoff_plus_6
         assert Webhook(secret).verify(q.body, q.headers)["data"]["id"] == job_id
     assert held_deliveries(r, job_id) == 0  # restored, not left for the visibility timeout
     assert "back in its queue" in (tmp_path / "shards.log").read_text()
+
+
+# The shard worker dies the moment it would enqueue the event of the job it made final.
+DIES_AT_DISPATCH = (
+    "import os, signal\n"
+    "from docq import webhooks\n"
+    "webhooks.dispatch = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+)
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_killed_between_a_jobs_end_and_its_event_still_delivers_it_once(
+    hook_settings: Settings, tmp_path: Path
+) -> None:
+    """The job is final and its event open, but never enqueued, and the shard's message is
+    held by the dead worker, where no sweep restores it (its job is final): the audits find
+    the event's message nowhere twice and enqueue it (workers/audit.py), within a minute
+    rather than the broker's visibility timeout."""
+    from api.main import create_app
+
+    s = hook_settings.model_copy(update={"audit_interval_s": 2.0})
+    env = settings_env(s)
+    store = JobStore.from_url(s.redis_url, shard_size=8, ttl_s=3600)
+    patch = tmp_path / "patch"
+    patch.mkdir()
+    (patch / "sitecustomize.py").write_text(DIES_AT_DISPATCH)
+    receiver = Receiver(200)
+    secret = "whsec_" + "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTEyMzQ="
+    with (
+        receiver.serve() as url,
+        TestClient(create_app(s), headers=tenant_headers(s)) as api,
+        celery_worker(env, tmp_path / "webhooks.log", "webhooks", "hooks", pool="prefork"),
+    ):
+        dying = {**env, "PYTHONPATH": str(patch)}
+        with celery_worker(dying, tmp_path / "dying.log", "cpu,cpu-priority", "dying") as victim:
+            docs = [{"id": "a", "text": "invoice total due"}, {"id": "b", "text": "receipt"}]
+            job_id = api.post(
+                "/v1/jobs", json={"documents": docs, "webhook": {"url": url, "secret": secret}}
+            ).json()["id"]
+            assert victim.wait(120) == -signal.SIGKILL
+        assert store.get_job(job_id).status.final
+        assert store.deliveries.dispatch_state(job_id) == (DeliveryState.PENDING, None)
+        died_at = time.monotonic()
+
+        with celery_worker(env, tmp_path / "shards.log", "cpu,cpu-priority", "shards"):
+            receiver.wait_for(lambda got: len(got) == 1, 60)
+            delivered_after = time.monotonic() - died_at
+            until(lambda: store.deliveries.progress(job_id).state is DELIVERED, "delivered")
+            time.sleep(2 * s.audit_interval_s)  # another audit: it must not send again
+        hook = api.get(f"/v1/jobs/{job_id}/webhook").json()
+
+    assert delivered_after <= 60
+    assert [q.answered for q in receiver.requests] == [200]
+    assert [a["status_code"] for a in hook["attempts"]] == [200]
+    assert Webhook(secret).verify(receiver.requests[0].body, receiver.requests[0].headers)
+    assert "event never enqueued" in (tmp_path / "shards.log").read_text()

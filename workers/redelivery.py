@@ -17,9 +17,9 @@ countdown is past). If its worker was only slow, the two copies share one chain:
 lets one attempt at a time, and once delivered neither sends again.
 
 Messages still waiting in the queue are never touched: a backlog of deliveries is served in
-order, not re-queued behind itself. Not covered: a message lost in the instant between the
-BRPOP that takes it and kombu's record of it (the shards' audits cover that case for shards,
-workers/audit.py); the API's redeliver endpoint starts a new chain for such an event.
+order, not re-queued behind itself. A message that is in neither place (lost in the instant
+between the BRPOP that takes it and kombu's record of it, or acknowledged by a retry whose
+publish failed) and an event never enqueued at all are the audits' (workers/audit.py).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter
 
 from api.auth import Tenant
@@ -52,6 +54,7 @@ def redeliver(job_id: str, deps: Deps, tenant: Tenant) -> WebhookPublic:
             "scheduled); redeliver once that is over",
             {"job_id": job_id},
         )
+    deps.store.recovery.watch(job_id, time.time())  # the audits see this round through
     try:
         webhooks.dispatch(deps.store, deps.celery, job_id)
     except QueueUnavailable as exc:

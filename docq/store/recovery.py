@@ -4,6 +4,8 @@
   `job_id shard`, score the time it expires) and renews it while it works. A lease that
   expired belongs to a dead worker (or one stalled for the whole lease): its shard is
   enqueued again.
+- Audited jobs: a job is listed from its creation until it is final and its webhook event
+  settled; workers/audit.py looks for its shards' (then its event's) messages.
 - Unenqueued jobs: a job is listed (with the time it was written) in the same write that
   creates it, and unlisted once its shards are enqueued. A job still listed after the grace
   time was written by an API process that died (or lost the broker) before enqueueing.
@@ -27,6 +29,9 @@ from docq.store import connection
 
 # Entries claimed by one sweep at most: a sweep stays short, the next takes the rest.
 CLAIM_BATCH = 200
+
+# Among the shards an audit found missing (`missing_again`), the job's webhook event.
+EVENT = -1
 
 
 def _member(job_id: str, n: int) -> str:
@@ -108,6 +113,10 @@ class Recovery:
         again as long after `now`."""
         members = self._claim(keys=[keys.active()], args=[repr(due_before), repr(now), CLAIM_BATCH])
         return [raw.decode() for raw in members]
+
+    def watch(self, job_id: str, now: float) -> None:
+        """Audit the job again from `now` on: its event was reopened (a redelivery)."""
+        self.r.zadd(keys.active(), {job_id: now})
 
     def retire(self, job_id: str) -> None:
         """The job is final or gone: no more audits."""

@@ -11,6 +11,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
+from docq import keys
 from docq.config import Settings
 from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, consumed_queues
 from docq.store import Document, JobStore, WebhookTarget
@@ -190,3 +191,20 @@ def test_redeliver_while_a_delivery_is_pending_is_409(api: TestClient, redis_url
     resp = api.post(f"/v1/jobs/{job.id}/webhook/redeliver")
     assert resp.status_code == 409
     assert "still being delivered" in error_of(resp)["message"]
+
+
+def test_a_redelivered_event_is_audited_again_until_settled(
+    api: TestClient, redis_url: str
+) -> None:
+    """A settled event's job is no longer audited; its redelivery is a new round, which
+    the audits watch again (workers/audit.py), so a lost message of it is found too."""
+    store = JobStore.from_url(redis_url, shard_size=4, ttl_s=600)
+    job = store.create_job(
+        "doc-type", [Document("a", "x")], webhook=WebhookTarget(HOOK_URL, SECRET), tenant=TENANT
+    )
+    store.finish_shard(job.id, 0, [(0, {"id": "a", "label": "invoice"})])
+    r = redis.Redis.from_url(redis_url)
+    r.hset(keys.webhook(job.id), "state", "dead_lettered")
+    store.recovery.retire(job.id)
+    assert api.post(f"/v1/jobs/{job.id}/webhook/redeliver").status_code == 202
+    assert r.zscore(keys.active(), job.id) is not None

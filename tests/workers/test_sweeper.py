@@ -17,17 +17,21 @@ import redis
 from celery import Celery
 
 from devstack.services import redis_server
+from docq import keys
 from docq.config import Settings
 from docq.queue import (
     CPU_QUEUE,
     PRIORITY_QUEUE,
+    WEBHOOKS_QUEUE,
     bulk_lane,
     consumed_queues,
+    delivery_of,
     enqueue_shards,
+    enqueue_webhook,
     make_celery,
     shard_of,
 )
-from docq.store import Document, JobStore
+from docq.store import Document, JobStore, WebhookTarget
 from workers.audit import audit
 from workers.sweeper import Lease, restore_unleased, sweep
 
@@ -285,6 +289,73 @@ def test_a_shard_missing_at_one_audit_only_is_left_alone(
     assert r.zscore("docq:active", job.id) is None
     assert r.zscore("docq:active", waiting.id) is not None
     assert queued_shards(url, lane) == [(job.id, 1)]
+
+
+def final_with_a_webhook(store: JobStore) -> str:
+    """A one-shard job made final, its event opened and never dispatched: what a worker
+    killed between the two, or one whose dispatch the broker refused, leaves."""
+    hook = WebhookTarget("https://hooks.example/docq", "whsec_" + "a" * 32)
+    job = store.create_job("doc-type", docs(4), tenant="acme", webhook=hook)
+    store.recovery.enqueued(job.id)
+    assert store.finish_shard(job.id, 0, [ok(i) for i in range(4)]).performed
+    return job.id
+
+
+def deliveries(url: str) -> list[tuple[str, str]]:
+    raws = redis.Redis.from_url(url).lrange(WEBHOOKS_QUEUE, 0, -1)
+    return [d for raw in raws if (d := delivery_of(json.loads(raw)))]
+
+
+def test_a_final_job_whose_event_was_never_enqueued_gets_it_at_its_second_audit(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    """The event is enqueued once, as a new chain; the job stays audited until the event
+    is settled, then is audited no more."""
+    job_id = final_with_a_webhook(store)
+    t0 = time.time()
+
+    def audit_at(t: float) -> int:
+        return audit(store, celery, every_s=EVERY_S, now=t, lanes=LANES)
+
+    assert audit_at(t0 + EVERY_S) == 0  # found once: its worker may be enqueueing it
+    assert deliveries(url) == []
+    assert audit_at(t0 + 2 * EVERY_S) == 1
+    [(queued_for, token)] = deliveries(url)
+    assert (queued_for, token) == (job_id, store.deliveries.dispatch_state(job_id)[1])
+    assert audit_at(t0 + 3 * EVERY_S) == 0  # its message is queued: once
+    assert audit_at(t0 + 4 * EVERY_S) == 0
+    assert len(deliveries(url)) == 1
+    r = redis.Redis.from_url(url)
+    assert r.zscore(keys.active(), job_id) is not None  # pending: still audited
+    r.hset(keys.webhook(job_id), "state", "delivered")
+    audit_at(t0 + 5 * EVERY_S)
+    assert r.zscore(keys.active(), job_id) is None
+
+
+@pytest.mark.parametrize("where", ["queued", "unacknowledged", "lost"])
+def test_a_pending_events_message_is_enqueued_again_only_when_lost(
+    store: JobStore, celery: Celery, url: str, where: str
+) -> None:
+    """A chain whose message waits in its queue or is held unacknowledged (a retry's
+    countdown) is left alone; one lost in transit (or to a retry whose publish failed) is
+    enqueued again under its own token at the second audit that finds it nowhere."""
+    job_id = final_with_a_webhook(store)
+    enqueue_webhook(celery, job_id, "chain-1")
+    store.deliveries.set_token_if_unset(job_id, "chain-1")
+    if where == "unacknowledged":
+        take_and_die(url, WEBHOOKS_QUEUE)
+    elif where == "lost":
+        assert redis.Redis.from_url(url).rpop(WEBHOOKS_QUEUE) is not None
+    before = deliveries(url)
+    t0 = time.time()
+    audit(store, celery, every_s=EVERY_S, now=t0 + EVERY_S, lanes=LANES)
+    assert deliveries(url) == before  # a lost one may be in flight: nothing yet
+    for k in (2, 3):
+        audit(store, celery, every_s=EVERY_S, now=t0 + k * EVERY_S, lanes=LANES)
+    r = redis.Redis.from_url(url)
+    expected = [] if where == "unacknowledged" else [(job_id, "chain-1")]
+    assert deliveries(url) == expected
+    assert r.hlen("unacked") == (1 if where == "unacknowledged" else 0)
 
 
 def test_an_audit_reads_a_long_queue_page_by_page(
