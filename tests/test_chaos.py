@@ -32,5 +32,7 @@ def test_random_kills_under_a_job_lose_duplicate_and_relabel_nothing(tmp_path: P
     report = run(cfg)
     assert len(report.faults) >= 2, report.faults  # the seed gives kills, not luck
     assert report.jobs >= 4 and report.documents >= 300
-    assert report.violations(cfg.recovery_s) == []
+    # on failure, the schedule and the receiver's counts: what CI prints is all there is
+    seen = {"faults": report.faults, "webhooks": report.webhooks, "client": report.client}
+    assert report.violations(cfg.recovery_s) == [], seen
     assert report.webhooks["events"] == report.jobs + 1  # each job and the reference run

@@ -298,6 +298,7 @@ def _check_events(receiver: VerifyingReceiver, jobs: list[str], report: Report) 
     while time.monotonic() < deadline and not wanted <= set(receiver.accepted):
         time.sleep(0.5)
     time.sleep(2)  # a duplicate, if one were coming, would be here by now
-    report.webhooks = receiver.summary()
-    report.events_missing = len(wanted - set(receiver.accepted))
+    missing = sorted(wanted - set(receiver.accepted))
+    report.webhooks = {**receiver.summary(), "missing": missing}  # the ids, to find in the logs
+    report.events_missing = len(missing)
     report.events_duplicated = sum(1 for w in wanted if receiver.accepted[w] > 1)
