@@ -119,7 +119,7 @@ class Recovery:
         self.r.zadd(keys.active(), {job_id: now})
 
     def retire(self, job_id: str) -> None:
-        """The job is final or gone: no more audits."""
+        """The job is gone, or final with its event settled (or no webhook): no more audits."""
         with self.r.pipeline(transaction=True) as p:
             p.zrem(keys.active(), job_id)
             p.delete(keys.missing(job_id))
