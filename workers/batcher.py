@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 
 import numpy as np
 
@@ -117,6 +118,8 @@ class Batcher:
         self._queued = 0
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._probes: SimpleQueue[tuple[_Queue, _Item]] = SimpleQueue()
+        self._prober: threading.Thread | None = None
 
     def infer(
         self, spec: ModelSpec, windows: Sequence[Window], *, pad_id: int = 0, priority: int = 0
@@ -233,10 +236,12 @@ class Batcher:
         if isinstance(error, ModelError) and len(rows) > 1:
             # A permanent error may be one window's: send each alone, so that only the
             # windows the model refuses by themselves fail (outside the in-flight slots:
-            # at most one batch's worth, and rare).
+            # rare). One at a time: Triton's dynamic batcher joins requests of one shape
+            # that arrive together into one execution, so windows sent alone all at once
+            # met the refused one there, and an innocent window was refused with it.
             for item in rows:
-                (single,) = pack([item.window], 1, pad_id=queue.pad_id)
-                self._send_rows(queue, single, [item], lambda: None)
+                self._probes.put((queue, item))
+            self._start_prober()
             return
         for r, item in enumerate(rows):
             if isinstance(error, ModelError):
@@ -245,6 +250,28 @@ class Batcher:
                 item.request.fail(error or InferenceUnavailable("no logits"))
             else:
                 item.request.fill(item.row, logits[r])
+
+    # --- the prober thread: windows of a refused batch, each sent alone ---------------
+
+    def _start_prober(self) -> None:
+        with self._cv:
+            if self._prober is None or not self._prober.is_alive():
+                self._prober = threading.Thread(
+                    target=self._probe_forever, name="docq-batcher-probes", daemon=True
+                )
+                self._prober.start()
+
+    def _probe_forever(self) -> None:
+        """Send each window queued for a probe alone, the next once this one is answered
+        (its answer fills or refuses the window's row, or fails its request)."""
+        while True:
+            queue, item = self._probes.get()
+            if item.request.error is not None:
+                continue  # its request failed meanwhile: the shard retries it whole
+            answered = threading.Event()
+            (single,) = pack([item.window], 1, pad_id=queue.pad_id)
+            self._send_rows(queue, single, [item], answered.set)
+            answered.wait()
 
     def _pick(self, now: float) -> tuple[tuple[_Queue, list[_Item]] | None, float | None]:
         """The next batch to send, or how long to wait for one (None: until woken)."""

@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 from prometheus_client import REGISTRY
 
-from docq.errors import DocqError, InferenceUnavailable
+from docq.errors import DocqError, InferenceUnavailable, ModelError, WindowsRejected
 from docq.models import ModelSpec
 from docq.text.packing import Batch
 from docq.text.windowing import Window
@@ -287,6 +287,54 @@ def test_windows_of_a_failed_request_are_not_sent() -> None:
     later.check()
     assert len(server.sent) == 2  # the failed request's other 8 windows never went out
     assert b.queued() == 0
+
+
+class JoiningServer:
+    """Joins the requests of one shape that arrive within 20 ms into one execution, as
+    Triton's dynamic batcher does, and refuses (a ModelError) every request of an execution
+    holding a poisoned window."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: list[tuple[Batch, Done]] = []
+        self.executions: list[int] = []  # requests joined in each execution
+
+    def send(self, spec: ModelSpec, batch: Batch, priority: int, done: Done) -> None:
+        with self.lock:
+            self.pending.append((batch, done))
+            if len(self.pending) == 1:
+                threading.Timer(0.02, self._execute).start()
+
+    def _execute(self) -> None:
+        with self.lock:
+            pending, self.pending = self.pending, []
+        for length in {b.input_ids.shape[1] for b, _ in pending}:
+            joined = [(b, done) for b, done in pending if b.input_ids.shape[1] == length]
+            self.executions.append(len(joined))
+            refused = any((b.input_ids[:, 1] == POISON).any() for b, _ in joined)
+            for b, done in joined:
+                if refused:
+                    done(None, ModelError("model 'm' rejected the request: bad input"))
+                else:
+                    done(np.stack([logits_of(r) for r in b.input_ids]), None)
+
+
+def test_a_refused_batchs_windows_go_alone_one_at_a_time_so_only_the_bad_one_fails() -> None:
+    """Sent alone all at once, the windows of the poisoned one's length met it in one
+    execution and were refused with it (a clean-clone CI run saw an innocent document
+    fail so)."""
+    server = JoiningServer()
+    b = Batcher(server.send, max_wait_s=0.0)
+    windows = [window(2, 6), window(POISON, 6), window(3, 6), window(4, 6), window(5, 4)]
+    caller = Caller(b, windows)
+    caller.start()
+    caller.join(timeout=30)
+    assert isinstance(caller.error, WindowsRejected), caller.error
+    assert sorted(caller.error.errors) == [1]
+    expected = np.stack([logits_of(w.ids) for w in windows])
+    expected[1] = 0.0
+    np.testing.assert_array_equal(caller.error.logits, expected)
+    assert server.executions == [1] * 6  # the batch, then each window alone
 
 
 def test_callers_wait_while_the_queue_is_full() -> None:
