@@ -234,11 +234,9 @@ class Batcher:
         self, queue: _Queue, rows: list[_Item], logits: Logits | None, error: DocqError | None
     ) -> None:
         if isinstance(error, ModelError) and len(rows) > 1:
-            # A permanent error may be one window's: send each alone, so that only the
-            # windows the model refuses by themselves fail (outside the in-flight slots:
-            # rare). One at a time: Triton's dynamic batcher joins requests of one shape
-            # that arrive together into one execution, so windows sent alone all at once
-            # met the refused one there, and an innocent window was refused with it.
+            # A permanent error may be one window's: send each alone, one at a time (not in
+            # the in-flight slots: rare), so that only those the model refuses fail. Sent
+            # together, Triton would join them into one execution, refused whole.
             for item in rows:
                 self._probes.put((queue, item))
             self._start_prober()
