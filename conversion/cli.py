@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from conversion.defaults import TORCH_GPU, describe
+
 if TYPE_CHECKING:
     from conversion.parity import ParityReport, Thresholds, Windowing
     from corpus.doc_type import LabelledDocument
@@ -175,13 +177,19 @@ def convert(
     repository: Annotated[
         Path | None, typer.Option(help="Triton model repository (default: DOCQ_MODEL_REPOSITORY).")
     ] = None,
-    max_batch_size: Annotated[int, typer.Option(help="Windows per model execution.")] = 8,
+    max_batch_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Windows per model execution (default: the runtime's, listed above; "
+            "torch-gpu 128 for throughput, 8 where small jobs' latency comes first)."
+        ),
+    ] = None,
     max_seq_len: Annotated[int, typer.Option(help="Tokens per window.")] = 512,
     max_tokens: Annotated[
         int | None,
         typer.Option(
             help="torch-gpu flat: most real tokens per request, the workers' token budget "
-            "(default: max-batch-size x max-seq-len)."
+            "(default: max-batch-size x max-seq-len, one request can fill an execution)."
         ),
     ] = None,
     stride: Annotated[int, typer.Option(help="Tokens two windows overlap by.")] = 64,
@@ -208,7 +216,7 @@ def convert(
             help="torch-gpu flat: the FFN's GELU, tanh (in the GEMM epilogue, faster) or erf "
             "(exact): where the parity gate refuses tanh, convert with erf."
         ),
-    ] = "tanh",
+    ] = TORCH_GPU.gelu,
     attention: Annotated[
         str,
         typer.Option(
@@ -216,7 +224,7 @@ def convert(
             "full windows of large, eager batches, flash for the rest; checked against flash "
             "at load, flash where it fails) or flash (FA2 everywhere)."
         ),
-    ] = "cudnn",
+    ] = TORCH_GPU.attention,
     small_attention: Annotated[
         str,
         typer.Option(
@@ -224,7 +232,7 @@ def convert(
             "(FA2) or triton (docq's kernel, 64-row query blocks; checked against flash at "
             "load, flash where it fails)."
         ),
-    ] = "flash",
+    ] = TORCH_GPU.small_attention,
     gemm: Annotated[
         str,
         typer.Option(
@@ -232,7 +240,14 @@ def convert(
             "(docq's persistent GEMM, timed against cuBLAS at load per product, kept where "
             "faster)."
         ),
-    ] = "cublas",
+    ] = TORCH_GPU.gemm,
+    overlap: Annotated[
+        bool,
+        typer.Option(
+            help="torch-gpu: a large batch's execute() returns once its kernels are queued "
+            "and a thread answers, so the next batch's host work overlaps them."
+        ),
+    ] = TORCH_GPU.overlap,
     fp8_products: Annotated[
         str,
         typer.Option(
@@ -271,7 +286,6 @@ def convert(
         "build/convert"
     ),
 ) -> None:
-    """Convert a checkpoint for a runtime, gate it on parity, publish it as a new version."""
     from conversion import convert as conv
     from conversion.parity import Thresholds, Windowing
     from docq.config import get_settings
@@ -280,7 +294,7 @@ def convert(
         name=name,
         runtime=runtime,
         precision=precision,
-        max_batch_size=max_batch_size,
+        max_batch_size=max_batch_size or 0,  # 0: the runtime's default
         max_seq_len=max_seq_len,
         max_tokens=max_tokens,
         stride=stride,
@@ -294,6 +308,7 @@ def convert(
         attention=attention,
         small_attention=small_attention,
         gemm=gemm,
+        overlap=overlap,
         fp8_products=fp8_products,
         fuse=fuse,
     )
@@ -344,6 +359,13 @@ def convert(
         finally:
             client.close()
         typer.echo(f"Triton at {settings.triton_grpc_url} serves {name} version {published.name}")
+
+
+convert.__doc__ = (
+    "Convert a checkpoint for a runtime, gate it on parity, publish it as a new version.\n\n"
+    "Defaults per runtime, the configuration its benchmarks found best "
+    "(conversion/defaults.py):\n\n" + describe()
+)
 
 
 def app() -> typer.Typer:

@@ -29,6 +29,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import export, package, pbtxt, tensorrt
 from conversion.checkpoint import load_checkpoint
+from conversion.defaults import DEFAULTS, TORCH_GPU
 from docq.text.aggregation import Aggregation
 from serving import runtimes
 
@@ -52,19 +53,11 @@ GEMMS = ("cublas", "triton")  # torch-gpu flat: the large batches' matrix produc
 
 @dataclass(frozen=True)
 class Serving:
-    """How Triton batches and runs a runtime's model unless the Target says otherwise."""
+    """How Triton batches and runs a model: the Target's own settings, else its runtime's
+    defaults (conversion/defaults.py, where the measurements behind them are cited)."""
 
-    # How long the batcher may hold a request to grow a batch: throughput for latency.
     max_queue_delay_us: int = 2000
     instance_count: int = 1
-
-
-# torch-gpu (bench/gpu/NOTES.md, measured on an H200 through tritonserver): no delay, since
-# requests queue while the GPU runs the previous batch anyway, so waiting only adds latency
-# (5.6 ms -> 3.5 ms at (1, 512) one at a time). One instance: a second one on the same GPU
-# served no more (1,260 seq/s at (7, 512) either way: the two processes take turns on the
-# GPU) and answered (1, 512) later (3.84 ms p50 against 3.52).
-SERVING: dict[str, Serving] = {"torch-gpu": Serving(max_queue_delay_us=0)}
 
 
 @dataclass(frozen=True)
@@ -78,14 +71,14 @@ class Target:
     # optimizer (fused attention, skip-layer-norm, bias-GELU): the same FP32 maths in fewer,
     # faster kernels; the graph then needs ONNX Runtime's contrib operators.
     fuse: bool = False
-    max_batch_size: int = 8
+    max_batch_size: int = 0  # 0: the runtime's default (conversion/defaults.py)
     max_seq_len: int = 512
     stride: int = 64
     aggregation: str = Aggregation.MEAN.value
     opt_batch: int = 2  # TensorRT: the batch the engine is tuned for
-    instance_count: int | None = None  # None: the runtime's default (SERVING)
+    instance_count: int | None = None  # None: the runtime's default (defaults.py)
     threads: int = 2  # onnx-cpu / torch-gpu on CPU: intra-op threads per instance
-    max_queue_delay_us: int | None = None  # None: the runtime's default (SERVING)
+    max_queue_delay_us: int | None = None  # None: the runtime's default (defaults.py)
     # torch-gpu on a GPU: CUDA graphs per batch bucket and length bucket of this many tokens
     # (finer buckets pad less and capture more graphs at load). 0: eager PyTorch.
     graph_seq_step: int = 64
@@ -105,14 +98,14 @@ class Target:
     # exact (erf). tanh is the default because the gate passed it for both demo models on
     # 10,000 documents (bench/gpu/NOTES.md); `docq convert` gates every model, and a model
     # it refuses with tanh converts with `--gelu erf`.
-    gelu: str = "tanh"
+    gelu: str = TORCH_GPU.gelu
     # torch-gpu flat: most real tokens in one request, the workers' token budget (written as
     # the `token_budget` parameter). Flat runs real tokens only, so the workers count real
     # ones, not rows x longest window. None: max_batch_size x max_seq_len, which a batch of
     # max_batch_size windows never passes. Lower, with a larger max_batch_size, keeps a
     # batch of long windows as short as before (latency, memory) while short windows fill
     # more rows per request.
-    max_tokens: int | None = None
+    max_tokens: int | None = TORCH_GPU.max_tokens
     # torch-gpu flat fp8: which of a layer's products (qkv, out, up, down, joined by "+")
     # run in FP8, the rest FP16. `all` is fastest; a model whose activations one FP8 scale
     # per token cannot hold keeps some in FP16 (fewer FP8 products, less speed, the gate
@@ -123,22 +116,29 @@ class Target:
     # differs, refuses or is slower; the small batches' CUDA graphs run flash) or flash (FA2,
     # varlen). cudnn: 1,618 against 1,513 seq/s at 63 x 512 on the H200, the gate passed on
     # both demo models (bench/gpu/NOTES.md, 2026-12-04).
-    attention: str = "cudnn"
+    attention: str = TORCH_GPU.attention
     # torch-gpu flat: the attention kernel of the small batches' CUDA graphs, flash (FA2's
     # varlen, 128-row query blocks) or triton (docq's kernel, 64-row blocks: twice the
     # programs for a batch of a few windows, which leave FA2's grid half the GPU); checked
     # against flash at load, flash where it fails.
-    small_attention: str = "flash"
+    small_attention: str = TORCH_GPU.small_attention
     # torch-gpu flat: the large batches' matrix products, cublas (F.linear) or triton (docq's
     # persistent TMA GEMM, timed against cuBLAS at load per product and tiling, kept where
     # faster, for batches of 8,192 tokens or more; cuBLAS elsewhere, the log says why).
-    gemm: str = "cublas"
+    gemm: str = TORCH_GPU.gemm
+    # torch-gpu: execute() returns once a large batch's kernels and its copy back are
+    # queued, a thread answers (serving/runtimes/torch_gpu.py); written as `overlap`.
+    overlap: bool = TORCH_GPU.overlap
 
     def __post_init__(self) -> None:
         if self.runtime not in PRECISIONS:
             raise ValueError(
                 f"unknown runtime {self.runtime!r}; expected one of {list(PRECISIONS)}"
             )
+        if not self.max_batch_size:  # frozen: the runtime's default, set once here
+            object.__setattr__(self, "max_batch_size", DEFAULTS[self.runtime].max_batch_size)
+        if self.max_batch_size < 1:
+            raise ValueError("max_batch_size must be >= 1")
         if self.precision is not None and self.precision not in PRECISIONS[self.runtime]:
             raise ValueError(
                 f"runtime {self.runtime} is built in {'/'.join(PRECISIONS[self.runtime])}, "
@@ -178,7 +178,7 @@ class Target:
     @property
     def serving(self) -> Serving:
         """The batching settings: the Target's own, else the runtime's defaults."""
-        default = SERVING.get(self.runtime, Serving())
+        default = DEFAULTS[self.runtime]
         return Serving(
             default.max_queue_delay_us
             if self.max_queue_delay_us is None
@@ -207,6 +207,7 @@ class Target:
             extra["attention"] = self.attention
             extra["small_attention"] = self.small_attention
             extra["gemm"] = self.gemm
+            extra["overlap"] = "true" if self.overlap else "false"
             if self.dtype == "fp8":
                 extra["fp8_products"] = self.fp8_products
         if self.ragged:

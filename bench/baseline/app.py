@@ -18,8 +18,10 @@ baseline's flaw. Requests still overlap their tokenizing and HTTP handling with 
 `BASELINE_CHECKPOINT` names the Hugging Face checkpoint (default: the demo model's, built
 by `python -m conversion.demo` into build/doc-type/checkpoint); `BASELINE_DEVICE` the torch
 device (default `cpu`; `cuda` for the old service on a GPU, bench/gpu/pipeline.py: every
-worker then holds its own FP32 copy in GPU memory). This module is not part of docq and
-reads its environment directly for that reason.
+worker then holds its own copy in GPU memory); `BASELINE_PRECISION` `fp32` (the old
+service as it ran; TF32 off, PyTorch's default) or `fp16` (what a skeptic would try first:
+`model.half()`, SDPA attention, the logits cast back to FP32 before aggregating). This
+module is not part of docq and reads its environment directly for that reason.
 """
 
 from __future__ import annotations
@@ -42,13 +44,18 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINT = Path(os.environ.get("BASELINE_CHECKPOINT", ROOT / "build" / "doc-type" / "checkpoint"))
 DEVICE = os.environ.get("BASELINE_DEVICE", "cpu")
 THREADS = int(os.environ.get("BASELINE_THREADS", "0"))  # 0: torch's own default
+PRECISION = os.environ.get("BASELINE_PRECISION", "fp32")
+if PRECISION not in ("fp32", "fp16"):
+    raise SystemExit(f"BASELINE_PRECISION must be fp32 or fp16, not {PRECISION!r}")
 
 if THREADS:
     torch.set_num_threads(THREADS)
 # Loaded at import: each Gunicorn worker holds its own copy, as the old service did.
 tokenizer = load_tokenizer(CHECKPOINT)
-model = AutoModelForSequenceClassification.from_pretrained(CHECKPOINT, dtype=torch.float32)
-model = model.to(DEVICE).eval()
+model = AutoModelForSequenceClassification.from_pretrained(
+    CHECKPOINT, dtype=torch.float32, attn_implementation="sdpa"
+)
+model = (model.half() if PRECISION == "fp16" else model).to(DEVICE).eval()
 labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
 spec = window_spec(tokenizer, 512, 64)
 model_lock = threading.Lock()  # one model call at a time per worker (see above)
@@ -71,7 +78,7 @@ def classify(doc: Document) -> dict[str, object]:
             input_ids=torch.from_numpy(ids).to(DEVICE),
             attention_mask=torch.from_numpy(mask).to(DEVICE),
         )
-        logits = out.logits.cpu().numpy()
+        logits = out.logits.float().cpu().numpy()
     p = aggregate(logits, [w.length for w in windows], labels)
     return {"id": doc.id, "label": p.label, "scores": p.scores, "windows": p.windows}
 
@@ -90,4 +97,4 @@ def classify_batch(body: Documents) -> list[dict[str, object]]:
 @app.get("/threads")
 def threads() -> dict[str, int]:
     """The worker's torch thread count, so the bench can check what it asked for."""
-    return {"torch_threads": torch.get_num_threads(), "pid": os.getpid()}
+    return {"torch_threads": torch.get_num_threads(), "pid": os.getpid(), "precision": PRECISION}

@@ -1,5 +1,6 @@
 """The old architecture on the GPU: bench.baseline.sweep's servers and clients swept over
-worker counts, the GPU memory each worker holds, and the long upload in one request."""
+worker counts, in FP32 (as it ran) and FP16 (`model.half()`, SDPA: the skeptic's first
+try), the GPU memory each worker holds, and the long upload in one request."""
 
 from __future__ import annotations
 
@@ -53,6 +54,13 @@ def end_leftovers(pids: set[int], needle: str) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+def sample(docs: Sequence[LabelledDocument], n: int) -> list[int]:
+    """`n` indices spread evenly over `docs`: a sample with the corpus's mix of lengths (the
+    first n documents are not: the first 400 held 2.45 windows each against 2.34)."""
+    n = min(n, len(docs))
+    return [int(i * len(docs) / n) for i in range(n)]
+
+
 def run_baseline_gpu(
     docs: Sequence[LabelledDocument],
     windows: int,
@@ -62,17 +70,46 @@ def run_baseline_gpu(
     sampler: GpuSampler,
     budget: Budget,
 ) -> dict[str, Any]:
-    """The old architecture's sweep on `docs` (bench.baseline.sweep's servers and clients), the
+    """The old architecture in each of `args.baseline_precisions`, swept over its worker
+    counts on `docs`; the long upload in one request on the last point of the first one
+    (FP16 first: it answers the upload; FP32 timed out at 60 s in every run before)."""
+    out: dict[str, Any] = {"documents": len(docs), "windows": windows}
+    precisions = args.baseline_precisions
+    for i, precision in enumerate(precisions):
+        workers = args.baseline_workers_fp16 if precision == "fp16" else args.baseline_workers
+        os.environ["BASELINE_PRECISION"] = precision  # read by bench/baseline/app.py
+        last = i == len(precisions) - 1
+        got = _sweep(
+            docs, windows, long_docs if last else [], workers, args, workdir, sampler, budget
+        )
+        out[precision] = got
+        if got.get("long_upload"):
+            out["long_upload"] = got.pop("long_upload") | {"precision": precision}
+    return out
+
+
+def _sweep(
+    docs: Sequence[LabelledDocument],
+    windows: int,
+    long_docs: Sequence[LabelledDocument],
+    workers: Sequence[int],
+    args: argparse.Namespace,
+    workdir: Path,
+    sampler: GpuSampler,
+    budget: Budget,
+) -> dict[str, Any]:
+    """One precision's sweep on `docs` (bench.baseline.sweep's servers and clients), the
     GPU memory each worker holds, and, on the last point, the long upload in one request."""
-    configs = baseline_configs(os.cpu_count() or 1, args.baseline_workers, args.clients_per_worker)
+    precision = os.environ["BASELINE_PRECISION"]
+    configs = baseline_configs(os.cpu_count() or 1, workers, args.clients_per_worker)
     sweep: list[dict[str, Any]] = []
     long: dict[str, Any] = {}
     for i, config in enumerate(configs):
         last = i == len(configs) - 1
-        need = 45 + (args.long_timeout + 5 if last else 0)  # start, run; the long call
-        if not budget.allows(need, f"baseline with {config.workers} workers"):
+        need = 45 + (args.long_timeout + 5 if last and long_docs else 0)  # start, run; long
+        if not budget.allows(need, f"baseline {precision} with {config.workers} workers"):
             break
-        console.print(f"  baseline {config}: {len(docs)} documents")
+        console.print(f"  baseline {precision} {config}: {len(docs)} documents")
         with baseline_server(config, workdir) as (url, gunicorn):
             # Untimed: each worker's first requests (CUDA kernels load, cuBLAS handles).
             asyncio.run(drive(url, docs[: config.clients], config.clients, 60.0))
@@ -82,10 +119,10 @@ def run_baseline_gpu(
             point = asyncio.run(drive(url, docs, config.clients, 60.0))
             t1 = time.monotonic()
             point |= {"workers": config.workers, "threads": config.threads}
-            point |= {"clients": config.clients, "cpu_s": meter.stop()}
+            point |= {"clients": config.clients, "cpu_s": meter.stop(), "precision": precision}
             point["windows_per_s"] = round(windows / point["elapsed_s"], 1)
             point["gpu"] = sampler.window(t0, t1)
-            # What each worker holds once it has served: its FP32 copy, its CUDA context and
+            # What each worker holds once it has served: its copy, its CUDA context and
             # what PyTorch's allocator keeps of the activations.
             pids = set(tree(gunicorn))
             held = sorted(mib for pid, mib in gpu_processes().items() if pid in pids)
@@ -102,4 +139,4 @@ def run_baseline_gpu(
         # would hold the GPU into the next phase: end what is left of this server.
         end_leftovers(pids, "bench.baseline.app")
     best = max(sweep, key=lambda p: p["docs_per_s"]) if sweep else {}
-    return {"sweep": sweep, "best": best, "long_upload": long, "documents": len(docs)}
+    return {"sweep": sweep, "best": best, "long_upload": long}

@@ -15,8 +15,9 @@ from docq.config import REPO_ROOT
 DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 MODEL = "roberta-large-doc"
 LABELS = ("invoice", "receipt", "contract", "letter", "report", "other")
-MAX_BATCH, MAX_LEN, VOCAB = 64, 512, 50265
+MAX_LEN, VOCAB = 512, 50265
 PARAM = "param."  # a variant's `param.sdpa_backend=cudnn`: a config parameter, not a field
+DEFAULT = "default"  # the variant that converts with the converter's defaults, no overrides
 
 
 @dataclass
@@ -33,7 +34,31 @@ class Variant:
         for item in filter(None, rest.split(",")):
             key, _, value = item.partition("=")
             overrides[key] = int(value) if value.lstrip("-").isdigit() else value
-        return cls(name, overrides)
+        variant = cls(name, overrides)
+        if name == DEFAULT and variant.departures():
+            raise SystemExit(f"variant {name!r} must keep the converter's defaults: {text}")
+        return variant
+
+    def departures(self) -> dict[str, Any]:
+        """The overrides that depart from the converter's torch-gpu defaults
+        (conversion/defaults.py), runtime parameters included."""
+        from conversion.defaults import TORCH_GPU
+
+        def default(key: str) -> Any:
+            field_ = key.removeprefix(PARAM)
+            value = getattr(TORCH_GPU, field_, None)
+            return ("true" if value else "false") if isinstance(value, bool) else value
+
+        return {k: v for k, v in self.overrides.items() if str(v) != str(default(k))}
+
+    @property
+    def label(self) -> str:
+        """The name the reports print: the name, and any default it overrides, so a figure
+        measured off the defaults says so (`b8 [max_batch_size=8]`)."""
+        departs = self.departures()
+        return self.name + (
+            f" [{','.join(f'{k}={v}' for k, v in departs.items())}]" if departs else ""
+        )
 
 
 def roberta_config(tiny: bool) -> Any:
@@ -81,9 +106,9 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
     from conversion import convert, pbtxt
     from serving import runtimes
 
-    # A variant may set any Target field, the batch size and the workers' budget included
-    # (`b128:max_batch_size=128,max_tokens=32768`).
-    fields_ = {"max_batch_size": MAX_BATCH, "max_seq_len": MAX_LEN} | {
+    # The converter's defaults (conversion/defaults.py) unless the variant sets a Target
+    # field, the batch size and the workers' budget included (`b8:max_batch_size=8`).
+    fields_ = {"max_seq_len": MAX_LEN} | {
         k: v for k, v in variant.overrides.items() if not k.startswith(PARAM)
     }
     target = convert.Target(variant.name, "torch-gpu", **fields_)
@@ -147,6 +172,7 @@ def build_model(
         "vocab": config.vocab_size,
         "labels": list(LABELS),
         "overrides": dict(overrides or {}),
+        "label": Variant(MODEL, dict(overrides or {})).label,
         "config": json_format.MessageToDict(served),
         "runtime_sha256": hashlib.sha256(
             (REPO_ROOT / "serving" / "runtimes" / "torch_gpu.py").read_bytes()

@@ -14,6 +14,13 @@ of its own (the device tool carries 64 MiB a call), and wait in `--stash` for th
     here:   .venv/bin/python -m bench.gpu.parity pack          # .parity/: pruned + configs
     there:  python3 -m bench.gpu.parity stash .parity/doc-type  # one call per model
             python3 -m bench.gpu.parity run --out $OUT [--cpu]  # after `source remote.sh`
+    here:   .venv/bin/python -m bench.gpu.parity mark GATE.json SERVE.json PIPELINE.json
+
+`run` gates every request size the runtime serves by its own path (`--batch-sizes`:
+1-8 windows through the CUDA graphs, 64 and 128 eager, 128 four at a time through the
+overlapped execute; bench/gpu/gate.py), both models at once, and writes `gate.json` with
+the commit it ran at; `mark` writes into a published result whether its gate ran at the
+same commit.
 
 `--cpu --runtimes fused|openvino` needs that runtime's package for Python 3.12 carried
 (bench/RESULTS.md, Parity, has the calls); `pack-openvino WHEEL...` makes OpenVINO small
@@ -32,11 +39,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.gpu.parity_parts import dedupe, join, split, undedupe
+
 MODELS = ("doc-type", "doc-lang")
 PARITY = Path(".parity")
 STASH = Path("/tmp/docq-parity-stash")
 N, SEED = 10000, 4004
-MAX_BATCH = 64  # windows per call: the reference's batches, and the served max_batch_size
+REFERENCE_BATCH = 128  # windows per reference call (FP32 on the GPU: fast, same logits)
+# Every path the torch-gpu runtime serves a batch by, at the converter's defaults: 1-8
+# windows replay the small batches' CUDA graphs, 64 and 128 run eager (cuDNN blocks,
+# overlapped execute); `128x4` sends 4 requests of 128 at once, so two batches are in
+# flight in the overlapped execute. Most telling first: a run out of time skips the last.
+BATCH_SIZES = "128,64,128x4,8,1,2,4,7,3,5,6"
 
 
 def pack(n: int) -> None:
@@ -54,6 +68,11 @@ def pack(n: int) -> None:
             [str(checkpoint), "--corpus", name, "--n", str(n), "--seed", str(SEED),
              "--out", str(folder / "pruned.safetensors")]
         )  # fmt: skip
+    saved = dedupe(PARITY / MODELS[0], PARITY / MODELS[1])
+    pieces = split(PARITY, list(MODELS))
+    print(f"{MODELS[1]} shares {saved / 1e6:.1f} MB with {MODELS[0]}; parts to carry one a call:")
+    for piece in pieces:
+        print(f"  {piece.parent} ({piece.stat().st_size / 2**20:.1f} MiB)")
 
 
 # What a CPU run of OpenVINO leaves out of its wheel, to travel with the rest (59 MB -> 22):
@@ -88,7 +107,14 @@ def pack_openvino(wheels: list[Path]) -> None:
 
 
 def stash(folder: Path) -> None:
-    """Keep a carried model folder on the device for a later call (the tree does not stay)."""
+    """Keep a carried model folder, or a part of the two (`.parity/part-N`), on the device
+    for a later call (the tree does not stay)."""
+    if folder.name.startswith("part-"):
+        (STASH / "parts").mkdir(parents=True, exist_ok=True)
+        for piece in folder.iterdir():
+            shutil.copyfile(piece, STASH / "parts" / piece.name)
+        print(f"stashed {sorted(p.name for p in (STASH / 'parts').iterdir())}")
+        return
     dest = STASH / folder.name
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(folder, dest)
@@ -115,9 +141,8 @@ def publish(
     from serving import runtimes
 
     labels = json.loads((checkpoint / "config.json").read_text())["id2label"]
-    target = convert.Target(
-        name, "torch-gpu", max_batch_size=MAX_BATCH, max_seq_len=512, **(overrides or {})
-    )
+    # the converter's defaults (conversion/defaults.py), as `docq convert` publishes
+    target = convert.Target(name, "torch-gpu", max_seq_len=512, **(overrides or {}))
     version = repo / name / "1"
     version.mkdir(parents=True)
     for path in checkpoint.iterdir():
@@ -139,6 +164,8 @@ class Run(argparse.Namespace):
     runtimes: list[str]
     variant: list[str]
     batch_size: int
+    batch_sizes: str
+    budget_s: float
 
 
 def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out: str) -> int:
@@ -157,10 +184,17 @@ def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out
 def run_gpu(run: Run, work: Path) -> dict[str, int]:
     import torch
 
+    from bench.gpu.gate import gate_model
     from bench.gpu.model import Variant
+    from bench.gpu.report import tree_note
     from devstack.services import triton_server
 
     repo = work / "repo"
+    if (STASH / "parts").exists() and (missing := join(STASH)):
+        print(f"the gate cannot run: not stashed on this machine: {missing}", flush=True)
+        (run.out / "gate.json").write_text(json.dumps({"missing": missing}) + "\n")
+        raise SystemExit(2)
+    undedupe(STASH / MODELS[0], STASH / MODELS[1])
     checkpoints = {name: restore(name, work) for name in MODELS}
     variants = [Variant.parse(v) for v in run.variant] or [Variant("fp16")]
     served = []
@@ -168,13 +202,27 @@ def run_gpu(run: Run, work: Path) -> dict[str, int]:
         for v in variants:
             publish(repo, f"{name}-{v.name}", checkpoint, torch.cuda.is_available(), v.overrides)
             served.append(f"{name}-{v.name}")
-    codes = {}
+    summary: dict = {"tree": tree_note(), "n": run.n, "batch_sizes": run.batch_sizes}
+    summary["variants"] = {v.name: v.overrides for v in variants}
+    deadline = time.monotonic() + run.budget_s
     with triton_server(repo, run.out / "triton.log", models=served, timeout=300) as url:
-        for name, checkpoint in checkpoints.items():
-            t = time.perf_counter()
-            candidates = [f"triton:{url}/{name}-{v.name}" for v in variants]
-            codes[name] = validate(run, checkpoint, candidates, name, f"{name}-{run.n}-triton")
-            print(f"{name}: exit {codes[name]} in {time.perf_counter() - t:.0f} s", flush=True)
+        # the two models at once: each has its own instance, so no batch mixes them
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(checkpoints)) as pool:
+            futures = {
+                name: pool.submit(
+                    gate_model, run, name, checkpoint, url, [v.name for v in variants], deadline
+                )
+                for name, checkpoint in checkpoints.items()
+            }
+            summary["models"] = {name: f.result() for name, f in futures.items()}
+    codes = {
+        name: int(not all(r["passed"] for r in got["runs"]) or bool(got["skipped"]))
+        for name, got in summary["models"].items()
+    }
+    summary["passed"] = not any(codes.values())
+    (run.out / "gate.json").write_text(json.dumps(summary, indent=1) + "\n")
     return codes
 
 
@@ -210,6 +258,9 @@ def main() -> None:
     sub.add_parser("pack").add_argument("--n", type=int, default=N)
     sub.add_parser("stash").add_argument("folder", type=Path)
     sub.add_parser("pack-openvino").add_argument("wheels", type=Path, nargs="+")
+    marks = sub.add_parser("mark", help="set serve/pipeline JSONs beside the gate's commit")
+    marks.add_argument("gate", type=Path)
+    marks.add_argument("results", type=Path, nargs="+")
     run = sub.add_parser("run")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--n", type=int, default=N)
@@ -221,9 +272,15 @@ def main() -> None:
     )  # fmt: skip
     run.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     run.add_argument(
-        "--batch-size", type=int, default=MAX_BATCH,
-        help="windows per call; 8 or fewer runs every call in the small batches' CUDA graphs",
+        "--batch-size", type=int, default=REFERENCE_BATCH, help="windows per call, --cpu only"
+    )
+    run.add_argument(
+        "--batch-sizes", default=BATCH_SIZES,
+        help="windows per served request, each a gate of its own (SIZE or SIZExIN_FLIGHT)",
     )  # fmt: skip
+    run.add_argument(
+        "--budget-s", type=float, default=480, help="start no batch size after this; said so"
+    )
     run.add_argument("--reference", default="torch:fp32:cuda", help="torch:fp32 rehearses on CPU")
     run.add_argument(
         "--variant", action="append", default=[],
@@ -236,6 +293,10 @@ def main() -> None:
         return stash(args.folder)
     if args.step == "pack-openvino":
         return pack_openvino(args.wheels)
+    if args.step == "mark":
+        from bench.gpu.gate import mark
+
+        return print("\n".join(mark(args.gate, args.results)))
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path("/tmp/docq-parity-work")
     shutil.rmtree(work, ignore_errors=True)

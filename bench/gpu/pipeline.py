@@ -20,10 +20,13 @@ rewritten after each one, so a run cut short keeps what it measured):
    `--ceiling-in-flight` requests outstanding;
 3. one client uploading the `--long-documents` longest documents in one request, to docq;
 4. the old architecture (bench/baseline/app.py: Gunicorn + Uvicorn workers, each holding
-   the model in FP32 on the GPU, one synchronous request per document): a sweep over
-   `--baseline-workers` on the first `--baseline-documents` documents, each driven by
-   bench.baseline.sweep's clients, the GPU memory each worker holds, and the same long
-   upload in one request to its bulk call (`--long-timeout`, the client's patience);
+   its own copy of the model on the GPU, one synchronous request per document), in each of
+   `--baseline-precisions` (FP32 as it ran; FP16, `model.half()` and SDPA, the skeptic's
+   baseline): a sweep over `--baseline-workers` (FP16: `--baseline-workers-fp16`, more
+   copies fit) on `--baseline-documents` documents spread evenly over the corpus, each
+   driven by bench.baseline.sweep's clients, the GPU memory each worker holds, and the same
+   long upload in one request to its bulk call on the first precision's last point
+   (`--long-timeout`, the client's patience); ratios per document and per window;
 5. scaling: the first `--scaling-docs` documents with 12, 8, 4, 2 and 1 bulk workers
    (workers stopped between points), docs/s, GPU utilisation and worker CPU per point.
 
@@ -62,7 +65,7 @@ from typing import Any
 from bench.ceiling import run_triton_alone
 from bench.corpus import generate_parallel, longest, window_counts
 from bench.docq_jobs import run_docq
-from bench.gpu.baseline import run_baseline_gpu
+from bench.gpu.baseline import run_baseline_gpu, sample
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
 from bench.gpu.model import DEMO_TOKENIZER, MODEL, Variant, build_model
 from bench.gpu.report import console, show, summarise, tree_note
@@ -99,13 +102,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
     ap.add_argument("--long-timeout", type=float, default=60.0)
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
-    ap.add_argument("--baseline-documents", type=int, default=None, help="default 400 (tiny 40)")
+    ap.add_argument("--baseline-workers-fp16", type=ints, default=None, help="1,2,4,8,12")
+    ap.add_argument("--baseline-precisions", type=lambda s: s.split(","), default=["fp16", "fp32"])
+    ap.add_argument("--baseline-documents", type=int, default=None, help="1000 (tiny 40)")
     ap.add_argument("--clients-per-worker", type=int, default=4)
     ap.add_argument("--scans", type=Path, default=None, help="scans to upload (pack --profile)")
     ap.add_argument("--scan-docs", type=int, default=None, help="of them (default all; tiny 6)")
     ap.add_argument("--scan-repeat", type=int, default=None, help="uploads of each (8; tiny 1)")
     ap.add_argument("--extract-workers", type=int, default=None, help="default cores / 2")
-    ap.add_argument("--skip", action="append", default=[], choices=["baseline", "scaling"])
+    ap.add_argument(
+        "--skip", action="append", default=[], choices=["baseline", "scaling", "ceiling"]
+    )
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
     args = ap.parse_args(argv)
     tiny = args.tiny
@@ -115,7 +122,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "scaling_docs": 120 if tiny else 2500,
         "long_documents": 40 if tiny else 1000,
         "baseline_workers": [1, 2] if tiny else [1, 2, 4, 8],
-        "baseline_documents": 40 if tiny else 400,
+        "baseline_workers_fp16": [1, 2] if tiny else [1, 2, 4, 8, 12],
+        "baseline_documents": 40 if tiny else 1000,
         "scan_docs": 6 if tiny else None,
         "scan_repeat": 1 if tiny else 8,
         "extract_workers": 1 if tiny else max(1, (os.cpu_count() or 2) // 2),
@@ -230,7 +238,9 @@ def main(argv: list[str] | None = None) -> None:
                 console.print(f"Triton alone: {out['docs_per_s']} docs/s")
                 return out
 
-            if budget.allows(30 + 1.5 * r["docq"].get("elapsed_s", 30), "ceiling"):
+            if "ceiling" not in args.skip and budget.allows(
+                30 + 1.5 * r["docq"].get("elapsed_s", 30), "ceiling"
+            ):
                 r["ceiling"] = phase("ceiling", ceiling, timeout=180) or {}
                 r["padding"] = r["ceiling"].get("padding", {})
             if args.scans and budget.allows(60, "scans"):
@@ -263,19 +273,20 @@ def main(argv: list[str] | None = None) -> None:
             if "baseline" not in args.skip:
                 os.environ["BASELINE_CHECKPOINT"] = str(checkpoint)  # read by bench/baseline/app.py
                 os.environ["BASELINE_DEVICE"] = "cuda" if on_gpu else "cpu"
-                base_docs = docs[: args.baseline_documents]
+                picked = sample(docs, args.baseline_documents)  # the corpus's mix
+                base_docs = [docs[i] for i in picked]
 
                 def baseline() -> dict[str, Any]:
                     out = run_baseline_gpu(
                         base_docs,
-                        sum(counts[: len(base_docs)]),
+                        sum(counts[i] for i in picked),
                         long_docs,
                         args,
                         work,
                         sampler,
                         budget,
                     )
-                    r["long_upload"]["baseline"] = out.pop("long_upload")
+                    r["long_upload"]["baseline"] = out.pop("long_upload", {})
                     return out
 
                 r["baseline"] = phase("baseline", baseline) or {}

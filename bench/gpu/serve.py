@@ -44,9 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.gpu.clients import Load, batch_stats, one_at_a_time, parity, sweep
-from bench.gpu.model import PARAM, Variant, build_checkpoint, publish_variant
+from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.old_runtime import old_runtime
-from bench.gpu.serve_report import latency_rounds, show, summarise, targets
+from bench.gpu.references import references
+from bench.gpu.report import tree_note
+from bench.gpu.serve_report import against_references, latency_rounds, show, summarise, targets
 from bench.gpu.shapes import SHAPES, VARIANT_SHAPES, key
 from devstack.services import LoadFailed, triton_server
 
@@ -78,16 +80,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "alternating order, with each variant's paired difference from the first",
     )
     ap.add_argument(
+        "--references-timeout",
+        type=float,
+        default=240,
+        help="seconds for the in-process references (HF FP16 eager, torch.compile "
+        "max-autotune with CUDA graphs); 0 skips them",
+    )
+    ap.add_argument(
         "--log", type=Path, default=None, help="tritonserver's log (default: beside --out)"
     )
     return ap.parse_args(argv)
 
 
 def variants_of(specs: list[str]) -> list[Variant]:
-    """The --variant specs (default: the generated Target alone), each field checked."""
+    """The --variant specs (default: the converter's defaults alone, `default`), each field
+    checked; the first is the one every figure is set against."""
     from conversion.convert import Target
 
-    variants = [Variant.parse(v) for v in specs] or [Variant("roberta-large")]
+    variants = [Variant.parse(v) for v in specs] or [Variant(DEFAULT)]
     known = {f.name for f in fields(Target)}
     for v in variants:
         if unknown := {k for k in v.overrides if not k.startswith(PARAM)} - known:
@@ -140,7 +150,10 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": torch.cuda.get_device_name(0) if on_gpu else "CPU (rehearsal)",
         "torch": torch.__version__,
-        "variants": [{"name": v.name, "overrides": v.overrides} for v in variants],
+        "tree": tree_note(),
+        "variants": [
+            {"name": v.name, "label": v.label, "overrides": v.overrides} for v in variants
+        ],
         "settings": {
             "seconds": args.seconds,
             "warm": args.warm,
@@ -155,6 +168,12 @@ def main() -> None:
     result["old_runtime"] = old_runtime(work / "checkpoint", device, 20 if on_gpu else 5)
     reference = result["old_runtime"].pop("parity_reference")
     print(f"old runtime: { {k: v['p50_ms'] for k, v in result['old_runtime'].items()} }")
+    if args.references_timeout > 0:
+        repeat = 20 if on_gpu else 3
+        result["references"] = references(
+            work / "checkpoint", device, repeat, args.references_timeout, work
+        )
+        print(f"references: {json.dumps(result['references'])[:600]}", flush=True)
     repo = work / "repo"
     result["configs"] = {}
     for v in variants:
@@ -202,6 +221,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     result["table"] = summarise(result)
     result["targets"] = targets(result["table"])
+    if "references" in result:
+        result["against_references"] = against_references(result["table"], result["references"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     show(result)

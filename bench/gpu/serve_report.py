@@ -44,6 +44,31 @@ def summarise(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows_out
 
 
+def against_references(table: list[dict[str, Any]], refs: dict[str, Any]) -> dict[str, Any]:
+    """The served default against each in-process reference of the same run: at (1, 512)
+    one at a time, p50 over p50; at (2, 512) and (7, 512) saturated, the served seq/s over
+    the reference's best of its request-size call and its 126-row batch."""
+    by = {r["shape"]: r for r in table}
+    out: dict[str, Any] = {}
+    for name in ("hf-fp16-eager", "compile-max-autotune"):
+        shapes = refs.get(name, {}).get("shapes", {})
+        row: dict[str, Any] = {}
+        if "1x512" in shapes:
+            row["p50_1x512_ms"] = shapes["1x512"]["p50_ms"]
+            row["latency_1x512_ratio"] = round(shapes["1x512"]["p50_ms"] / by["1x512"]["p50_ms"], 2)
+        for shape in ("2x512", "7x512"):
+            seq = [shapes[k]["seq_s"] for k in (shape, "126x512") if k in shapes]
+            if seq:
+                row[f"best_seq_s_{shape}"] = max(seq)
+                row[f"ratio_{shape}"] = round(by[shape]["seq_s"] / max(seq), 2)
+        if refs.get(name, {}).get("skipped"):
+            row["skipped"] = refs[name]["skipped"]
+        if "compile_s" in refs.get(name, {}):
+            row["compile_s"] = refs[name]["compile_s"]
+        out[name] = row
+    return out
+
+
 def targets(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each of TARGETS: what the default variant got, and whether that meets it."""
     by = {r["shape"]: r for r in table}
@@ -103,7 +128,7 @@ def show(result: dict[str, Any]) -> None:
         s = result["served"][v["name"]]
         best = {k: max(x["seq_s"] for x in p["sweep"]) for k, p in s.items() if p["sweep"]}
         lat = {k: p["one_at_a_time"]["p50_ms"] for k, p in s.items() if p["one_at_a_time"]}
-        console.print(f"variant {v['name']} {v['overrides']}: p50 {lat} seq/s {best}")
+        console.print(f"variant {v.get('label', v['name'])}: p50 {lat} seq/s {best}")
     rounds = result.get("latency_rounds")
     if rounds:
         console.print(
@@ -115,6 +140,8 @@ def show(result: dict[str, Any]) -> None:
                 for n, d in rounds["paired_delta_ms"].items()
             )
         )
+    for name, row in result.get("against_references", {}).items():
+        console.print(f"served default against {name} (in-process, same run): {row}")
     for name, check in result.get("parity", {}).items():
         console.print(f"parity {name}: {check}")
 

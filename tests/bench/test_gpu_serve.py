@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from bench.gpu import serve, serve_report, shapes
-from bench.gpu.model import MAX_BATCH, MAX_LEN, PARAM, Variant, publish_variant
+from bench.gpu.model import DEFAULT, MAX_LEN, PARAM, Variant, publish_variant
+from conversion.defaults import TORCH_GPU
 
 
 def test_a_variant_spec_gives_target_fields_and_runtime_parameters() -> None:
@@ -15,7 +16,7 @@ def test_a_variant_spec_gives_target_fields_and_runtime_parameters() -> None:
     assert v == Variant("fp8", {"precision": "fp8", "max_batch_size": 32, 
                                 f"{PARAM}sdpa_backend": "cudnn"})  # fmt: skip
     assert Variant.parse("plain") == Variant("plain", {})
-    assert [x.name for x in serve.variants_of([])] == ["roberta-large"]
+    assert [x.name for x in serve.variants_of([])] == [DEFAULT]
     with pytest.raises(SystemExit, match="no Target field"):
         serve.variants_of(["bad:no_such_field=1"])
 
@@ -24,15 +25,15 @@ def test_a_variant_sets_the_batch_size_and_the_workers_token_budget(tmp_path: Pa
     checkpoint = tmp_path / "checkpoint"
     checkpoint.mkdir()
     (checkpoint / "config.json").write_text("{}")
-    big = Variant.parse("b128:max_batch_size=128,max_tokens=32768")
-    config = publish_variant(tmp_path / "repo", checkpoint, big, on_gpu=False)
-    assert config.max_batch_size == 128
-    assert config.parameters["token_budget"].string_value == "32768"
+    small = Variant.parse("b8:max_batch_size=8,max_tokens=2048")
+    config = publish_variant(tmp_path / "repo", checkpoint, small, on_gpu=False)
+    assert config.max_batch_size == 8
+    assert config.parameters["token_budget"].string_value == "2048"
     assert config.parameters["max_seq_len"].string_value == str(MAX_LEN)
     plain = publish_variant(tmp_path / "repo", checkpoint, Variant("d"), on_gpu=False)
-    assert plain.max_batch_size == MAX_BATCH
-    assert plain.parameters["token_budget"].string_value == str(MAX_BATCH * MAX_LEN)
-    assert (tmp_path / "repo" / "b128" / "1" / "model.py").is_file()
+    assert plain.max_batch_size == TORCH_GPU.max_batch_size
+    assert plain.parameters["token_budget"].string_value == str(TORCH_GPU.max_batch_size * MAX_LEN)
+    assert (tmp_path / "repo" / "b8" / "1" / "model.py").is_file()
 
 
 def test_a_partial_last_row_is_padded_and_counted_as_real_tokens() -> None:
