@@ -53,10 +53,18 @@ def chunked(url: str, model: str, size: int, in_flight: int) -> Any:
 
 
 def gate_model(
-    run: Any, name: str, checkpoint: Path, url: str, variants: list[str], deadline: float
+    run: Any,
+    name: str,
+    checkpoint: Path,
+    url: str,
+    variants: list[str],
+    deadline: float,
+    out: dict[str, Any],
+    save: Any,
 ) -> dict[str, Any]:
-    """Every batch size of `run.batch_sizes` for each served variant of model `name`; the
-    reports beside `run.out`; a size not started before `deadline` is listed as skipped."""
+    """Every batch size of `run.batch_sizes` for each served variant of model `name`, into
+    `out` (`save()` after each: a call cut short keeps what it gated); the reports beside
+    `run.out`; a size not started before `deadline` is listed as skipped."""
     import torch
 
     from bench.gpu.parity import REFERENCE_BATCH, SEED
@@ -70,7 +78,6 @@ def gate_model(
     docs = parity.synthetic(name, run.n, SEED)
     reference = parity.cached(parity.candidate(run.reference, model, run.threads))
     windowing = parity.Windowing(512, 64, "mean", REFERENCE_BATCH)
-    out: dict[str, Any] = {"runs": [], "skipped": []}
     for text in run.batch_sizes.split(","):
         size, in_flight = parse_size(text)
         for variant in variants:
@@ -102,6 +109,7 @@ def gate_model(
                 "seconds": round(time.perf_counter() - t, 1),
             }
             out["runs"].append(row)
+            save()
             print(f"{'PASS' if report.passed else 'FAIL'} {name} {row}", flush=True)
     return out
 

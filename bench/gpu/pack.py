@@ -239,20 +239,25 @@ def tree_files(repo: Path = REPO) -> list[str]:
     return sorted(n.decode() for n in listed if n and (repo / n.decode()).is_file())
 
 
-def pack_tree(dest: Path) -> Path:
-    """tree.tar.xz: the checkout's files now (tree_files) and TREE.txt naming HEAD and what
-    differs from it."""
+def tree_note() -> str:
+    """TREE.txt's text: HEAD and what differs from it now."""
     status = subprocess.run(
         ["git", "status", "--short"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
+    return f"HEAD {head}changed from it when packed:\n{status}"
+
+
+def pack_tree(dest: Path) -> Path:
+    """tree.tar.xz: the checkout's files now (tree_files) and TREE.txt naming HEAD and what
+    differs from it."""
     out = dest / "tree.tar.xz"
     with xz_tar(out) as tar:
         for name in tree_files():
             tar.add(REPO / name, arcname=name, recursive=False)
-        note = f"HEAD {head}changed from it when packed:\n{status}".encode()
+        note = tree_note().encode()
         info = tarfile.TarInfo("TREE.txt")
         info.size, info.mode = len(note), 0o644
         tar.addfile(info, io.BytesIO(note))
@@ -277,6 +282,9 @@ def main() -> None:
     ap.add_argument("--profile", choices=PROFILES, default="text", help="scans: OCR and scans")
     ap.add_argument("--skip-server", action="store_true", help="keep the packed server")
     ap.add_argument("--tree", action="store_true", help="only tree.tar.xz, the checkout now")
+    ap.add_argument(
+        "--tree-note", action="store_true", help="only TREE.txt: the commit the calls will run"
+    )
     ap.add_argument("--wheels", action="store_true", help="wheels/, not site.tar.xz (text only)")
     ap.add_argument("--site-only", action="store_true", help="only site.tar.xz")
     ap.add_argument("--python", default=STUB_PYTHON, help="the site's python (3.11: this one)")
@@ -287,7 +295,10 @@ def main() -> None:
     scans = args.profile == "scans"
     if args.wheels and scans:
         sys.exit("--profile scans carries Tesseract's data in site.tar.xz: leave out --wheels")
-    if args.tree:
+    if args.tree_note:  # the working tree travels as is; this names its commit
+        (dest / "TREE.txt").write_text(tree_note())
+        print(f"wrote {dest / 'TREE.txt'}: {tree_note().splitlines()[0]}")
+    elif args.tree:
         print(f"packed {pack_tree(dest)}")
     elif args.site_only:
         print(f"packed {pack_site(dest, PROFILES[args.profile], args.python, ocr=scans)}")

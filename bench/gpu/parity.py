@@ -8,11 +8,12 @@ checkpoint on the same GPU (TF32 off). With `--cpu`, doc-type's CPU runtimes too
 Runtime fused, OpenVINO FP32), built on that host by `docq convert` and run on its cores.
 
 The checkpoints travel pruned (`conversion.prune`: only the embedding rows the documents
-use, the others NaN, so a document needing another row cannot pass unseen), each in a call
-of its own (the device tool carries 64 MiB a call), and wait in `--stash` for the run:
+use, the others NaN, so a document needing another row cannot pass unseen), doc-lang
+without what it shares with doc-type, as two parts (bench/gpu/parity_parts.py: the device
+tool carries 64 MiB a call), and wait in the stash for the run:
 
     here:   .venv/bin/python -m bench.gpu.parity pack          # .parity/: pruned + configs
-    there:  python3 -m bench.gpu.parity stash .parity/doc-type  # one call per model
+    there:  python3 -m bench.gpu.parity stash .parity/part-1    # one call per part
             python3 -m bench.gpu.parity run --out $OUT [--cpu]  # after `source remote.sh`
     here:   .venv/bin/python -m bench.gpu.parity mark GATE.json SERVE.json PIPELINE.json
 
@@ -35,11 +36,13 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.gpu.parity_parts import dedupe, join, split, undedupe
+from bench.gpu.parity_parts import dedupe, join, keep, split, undedupe
 
 MODELS = ("doc-type", "doc-lang")
 PARITY = Path(".parity")
@@ -110,9 +113,8 @@ def stash(folder: Path) -> None:
     """Keep a carried model folder, or a part of the two (`.parity/part-N`), on the device
     for a later call (the tree does not stay)."""
     if folder.name.startswith("part-"):
-        (STASH / "parts").mkdir(parents=True, exist_ok=True)
         for piece in folder.iterdir():
-            shutil.copyfile(piece, STASH / "parts" / piece.name)
+            keep(STASH, piece)
         print(f"stashed {sorted(p.name for p in (STASH / 'parts').iterdir())}")
         return
     dest = STASH / folder.name
@@ -204,25 +206,31 @@ def run_gpu(run: Run, work: Path) -> dict[str, int]:
             served.append(f"{name}-{v.name}")
     summary: dict = {"tree": tree_note(), "n": run.n, "batch_sizes": run.batch_sizes}
     summary["variants"] = {v.name: v.overrides for v in variants}
-    deadline = time.monotonic() + run.budget_s
-    with triton_server(repo, run.out / "triton.log", models=served, timeout=300) as url:
-        # the two models at once: each has its own instance, so no batch mixes them
-        from concurrent.futures import ThreadPoolExecutor
+    summary["models"] = {name: {"runs": [], "skipped": []} for name in checkpoints}
+    lock = threading.Lock()
 
-        with ThreadPoolExecutor(len(checkpoints)) as pool:
-            futures = {
-                name: pool.submit(
-                    gate_model, run, name, checkpoint, url, [v.name for v in variants], deadline
-                )
-                for name, checkpoint in checkpoints.items()
-            }
-            summary["models"] = {name: f.result() for name, f in futures.items()}
+    def save() -> None:  # after each size: a call cut short keeps what it gated
+        with lock:
+            (run.out / "gate.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+    deadline = time.monotonic() + run.budget_s
+    # the two models at once: each has its own instance, so no batch mixes them
+    server = triton_server(repo, run.out / "triton.log", models=served, timeout=300)
+    with server as url, ThreadPoolExecutor(len(checkpoints)) as pool:
+        variant_names = [v.name for v in variants]
+        futures = [
+            pool.submit(gate_model, run, name, ckpt, url, variant_names, deadline,
+                        summary["models"][name], save)
+            for name, ckpt in checkpoints.items()
+        ]  # fmt: skip
+        for f in futures:
+            f.result()
     codes = {
         name: int(not all(r["passed"] for r in got["runs"]) or bool(got["skipped"]))
         for name, got in summary["models"].items()
     }
     summary["passed"] = not any(codes.values())
-    (run.out / "gate.json").write_text(json.dumps(summary, indent=1) + "\n")
+    save()
     return codes
 
 

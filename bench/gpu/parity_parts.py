@@ -4,10 +4,10 @@ Pruned (conversion.prune), doc-type weighs 52 MB and doc-lang 51 MB, and a call 
 MiB with the working tree (10 MB) and .devpack (about 20 MB): neither fits beside the
 packages the gate needs. But the two share the frozen MiniLM layers 0-4 (36 MB): doc-lang
 travels without the tensors it shares, byte for byte, with doc-type (`shared.json` names
-them), and the two folders travel as one tar cut into PARTS parts of about 23 MB. Each of
-the device plan's calls carries one part (`.parity/part-N`) beside .devpack and stashes
-it; the last call joins them and runs the gate. The parts live in /tmp of the machine, so
-the calls must follow each other while it stays warm: a part missing is said plainly.
+them), and the two folders travel as one tar cut in two: part-1 (FIRST_MIB) rides alone
+with the GPU tests, part-2 (about 13 MiB) beside the server and packages with the gate
+(bench/gpu/device-plan.sh). The first part waits in /tmp of the machine, so the gate's call
+must follow while it stays warm: a part missing is said plainly, nothing half-run.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import shutil
 import tarfile
 from pathlib import Path
 
-PARTS = 3
+# The first part rides alone with the GPU tests (no .devpack: the working tree, ~10 MiB,
+# and this); the second beside tritonserver and the packages (~38 MiB) with the gate.
+FIRST_MIB = 51
 SHARED = "shared.json"
 
 
@@ -59,15 +61,19 @@ def undedupe(base: Path, other: Path) -> None:
     listed.unlink()
 
 
-def split(root: Path, folders: list[str], parts: int = PARTS) -> list[Path]:
-    """root/part-1 .. part-N: a tar of root/<folders> cut into `parts` pieces."""
+def split(root: Path, folders: list[str], first_bytes: int = FIRST_MIB * 2**20) -> list[Path]:
+    """root/part-1, part-2: a tar of root/<folders> cut after `first_bytes`, the rest in
+    pieces of at most that size."""
     whole = root / "gate.tar"
     with tarfile.open(whole, "w") as tar:
         for name in folders:
             tar.add(root / name, arcname=name)
     data = whole.read_bytes()
     whole.unlink()
-    size = -(-len(data) // parts)
+    size = first_bytes
+    parts = -(-len(data) // size)
+    for stale in root.glob("part-*"):  # an earlier pack's parts would ride along otherwise
+        shutil.rmtree(stale)
     out = []
     for i in range(parts):
         folder = root / f"part-{i + 1}"
@@ -77,6 +83,17 @@ def split(root: Path, folders: list[str], parts: int = PARTS) -> list[Path]:
         piece.write_bytes(data[i * size : (i + 1) * size])
         out.append(piece)
     return out
+
+
+def keep(stash: Path, piece: Path) -> None:
+    """Stash one piece; pieces of another pack (another count of parts) go."""
+    parts = stash / "parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    total = piece.name.rsplit("-of-", 1)[1]
+    for old in parts.glob("gate.tar.*-of-*"):
+        if old.name.rsplit("-of-", 1)[1] != total:
+            old.unlink()
+    shutil.copyfile(piece, parts / piece.name)
 
 
 def join(stash: Path) -> list[str]:
