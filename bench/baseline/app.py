@@ -95,6 +95,6 @@ def classify_batch(body: Documents) -> list[dict[str, object]]:
 
 
 @app.get("/threads")
-def threads() -> dict[str, int]:
+def threads() -> dict[str, int | str]:
     """The worker's torch thread count, so the bench can check what it asked for."""
     return {"torch_threads": torch.get_num_threads(), "pid": os.getpid(), "precision": PRECISION}

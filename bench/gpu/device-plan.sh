@@ -6,7 +6,7 @@
 #
 # Here, once, in the checkout the device tool sends (after `make install model`), last thing
 # before the calls (TREE.txt names the commit they run; commit first):
-#     .venv/bin/python -m bench.gpu.parity pack        # .parity/part-1 (51 MiB), part-2
+#     .venv/bin/python -m bench.gpu.parity pack        # .parity/part-1 (49 MiB), part-2
 #     .venv/bin/python -m bench.gpu.pack               # .devpack: tritonserver, packages, redis
 #     .venv/bin/python -m bench.gpu.pack --tree-note   # .devpack/TREE.txt
 # Then, through the device tool, calls 1 and 2 back to back (part 1 waits in the machine's
