@@ -124,3 +124,25 @@ def test_latency_rounds_alternate_the_order_and_pair_each_round(
               "device": "cpu"}  # fmt: skip
     serve_report.show(result)
     assert "c +0.300 (+0.100..+0.500) ms" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_served_default_is_set_against_each_in_process_reference() -> None:
+    seq_s = {"1x256": 900.0, "1x512": 500.0, "2x512": 1500.0, "7x512": 1750.0, "7x512p": 1700.0}
+    table = serve_report.summarise(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
+    refs = {
+        "hf-fp16-eager": {"shapes": {"1x512": {"p50_ms": 3.0, "seq_s": 333.3},
+                                     "2x512": {"p50_ms": 4.0, "seq_s": 500.0},
+                                     "7x512": {"p50_ms": 7.0, "seq_s": 1000.0},
+                                     "126x512": {"p50_ms": 90.0, "seq_s": 1400.0}}},
+        "compile-max-autotune": {"shapes": {"1x512": {"p50_ms": 2.5, "seq_s": 400.0}},
+                                 "compile_s": 61.0,
+                                 "skipped": {"shapes": ["2x512"], "why": "deadline"}},
+    }  # fmt: skip
+    got = serve_report.against_references(table, refs)
+    hf = got["hf-fp16-eager"]
+    assert hf["latency_1x512_ratio"] == 1.5  # 3.0 ms in-process against 2.0 served
+    assert hf["best_seq_s_7x512"] == 1400.0 and hf["ratio_7x512"] == 1.25  # its best batch
+    assert hf["ratio_2x512"] == round(1500 / 1400, 2)
+    compiled = got["compile-max-autotune"]
+    assert compiled["compile_s"] == 61.0 and compiled["skipped"]["why"] == "deadline"
+    assert "ratio_7x512" not in compiled  # not measured: no ratio made up
