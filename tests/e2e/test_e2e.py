@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-import time
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from corpus.doc_type import LABELS, generate
 from docq.config import REPO_ROOT, Settings
-from docq.jobs import JobStatus
 from docq.text.tokenizing import load_tokenizer, tokenize
 from docq.text.windowing import WindowSpec, window_count
+from tests.support.jobs import all_results, wait_until_final
 
 pytestmark = pytest.mark.e2e
 
@@ -30,34 +28,6 @@ def documents() -> list[dict[str, str]]:
     assert len(long) >= 5, "the corpus must give several documents over 2,000 tokens"
     picked = short[:20] + long + short[20:]
     return [{"id": f"{(i * 37) % 101:03d}-{d.id}", "text": d.text} for i, d in enumerate(picked)]
-
-
-def wait_until_final(
-    api: TestClient, job_id: str, timeout: float = 300
-) -> tuple[dict[str, Any], set[str]]:
-    seen: set[str] = set()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = api.get(f"/v1/jobs/{job_id}").json()
-        seen.add(job["status"])
-        if JobStatus(job["status"]).final:
-            return job, seen
-        time.sleep(0.1)
-    raise TimeoutError(f"job {job_id} not final after {timeout}s: {job}")
-
-
-def all_results(api: TestClient, job_id: str, limit: int = 7) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"limit": limit}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = api.get(f"/v1/jobs/{job_id}/results", params=params).json()
-        out += page["data"]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return out
 
 
 def upload(api: TestClient, fmt: str, docs: list[dict[str, str]]):

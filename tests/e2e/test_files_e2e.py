@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from docq.store import JobStore
-from tests.files import INVOICE, pdf
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.files import INVOICE, pdf
+from tests.support.jobs import all_results, wait_until_final
 
 pytestmark = pytest.mark.e2e
 

@@ -25,8 +25,8 @@ from devstack.services import api_server, celery_worker, redis_server
 from docq.config import Settings
 from docq.jobs import JobStatus
 from tests.conftest import settings_env, tenant_headers
-from tests.polling import until
-from tests.receiver import Receiver
+from tests.support.polling import until
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.e2e
 

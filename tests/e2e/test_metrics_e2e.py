@@ -16,35 +16,18 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from corpus.doc_type import generate
 from devstack.services import celery_worker, free_port, redis_server
 from docq.config import Settings
 from tests.conftest import settings_env, tenant_headers
-from tests.receiver import Receiver
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
+from tests.support.metrics import samples, value
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.e2e
 
 MODEL = "doc-type"
-
-
-def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Every sample of a metrics page, by name and labels."""
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
-def value(
-    page: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str
-) -> float:
-    key = (name, frozenset(labels.items()))
-    assert key in page, f"{name}{labels} is not exported"
-    return page[key]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from corpus.doc_type import generate
-from tests.test_e2e import wait_until_final
+from tests.support.jobs import wait_until_final
 
 pytestmark = pytest.mark.e2e
 

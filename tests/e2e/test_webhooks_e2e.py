@@ -21,8 +21,8 @@ from devstack.services import free_port
 from docq import keys
 from docq.config import Settings
 from docq.store import JobStore
-from tests.receiver import HANG, Receiver
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
+from tests.support.receiver import HANG, Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("worker", "webhooks_worker")]
 

@@ -34,7 +34,7 @@ from docq.config import Settings
 from docq.queue import bulk_lane
 from docq.store import JobStore
 from tests.conftest import TENANT, settings_env, tenant_headers
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -28,7 +28,7 @@ from corpus.doc_type import generate
 from devstack.services import celery_worker, free_port, redis_server, triton_server
 from docq.config import Settings
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -33,8 +33,8 @@ from docq.store import JobStore
 from docq.store.creating import OPENING_TTL_S
 from docq.store.tenants import TenantLoad, Tenants
 from tests.conftest import TENANT, settings_env
-from tests.polling import until
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

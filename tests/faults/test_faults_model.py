@@ -22,7 +22,7 @@ from docq.config import Settings
 from docq.store import JobStore
 from docq.text.tokenizing import load_tokenizer
 from tests.conftest import link_model, settings_env, tenant_headers
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

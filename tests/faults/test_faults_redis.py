@@ -23,8 +23,8 @@ from docq.config import Settings
 from docq.store import JobStore
 from tests.conftest import FAULT_DOCUMENTS as DOCUMENTS
 from tests.conftest import MODEL_REPOSITORY, fault_documents, settings_env, tenant_headers
-from tests.polling import until
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, assert_unavailable, wait_until_final
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -42,14 +42,6 @@ def redis_answers(url: str) -> bool:
         return bool(redis.Redis.from_url(url, socket_timeout=1).ping())
     except redis.RedisError:
         return False
-
-
-def assert_unavailable(response: httpx.Response) -> None:
-    """A 503 with docq's JSON error body (httpx raised if it did not come within its timeout)."""
-    assert response.status_code == 503, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert "error" in body or body.get("status") == "unavailable", body
 
 
 @pytest.mark.timeout(1200)

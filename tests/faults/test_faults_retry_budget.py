@@ -21,8 +21,8 @@ from devstack.services import celery_worker, free_port, redis_server
 from docq.config import Settings
 from docq.store import JobStore
 from tests.conftest import settings_env, tenant_headers
-from tests.receiver import Receiver
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
+from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e]
 

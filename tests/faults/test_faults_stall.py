@@ -26,7 +26,7 @@ from corpus.doc_type import generate
 from devstack.services import api_server, celery_worker, redis_server
 from docq.config import Settings
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -28,8 +28,8 @@ from docq.config import Settings
 from docq.store import JobStore
 from tests.conftest import FAULT_DOCUMENTS as DOCUMENTS
 from tests.conftest import MODEL_REPOSITORY, fault_documents, settings_env, tenant_headers
-from tests.polling import until
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.jobs import all_results, wait_until_final
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -33,8 +33,8 @@ from docq.jobs import DeliveryState
 from docq.queue import delivery_of
 from docq.store import JobStore
 from tests.conftest import settings_env, tenant_headers
-from tests.polling import until
-from tests.receiver import Receiver
+from tests.support.polling import until
+from tests.support.receiver import Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -28,8 +28,8 @@ from docq.config import Settings
 from docq.queue import EXTRACT_QUEUE
 from docq.store import JobStore
 from tests.conftest import settings_env, tenant_headers
-from tests.files import INVOICE, pdf
-from tests.test_e2e import all_results, wait_until_final
+from tests.support.files import INVOICE, pdf
+from tests.support.jobs import all_results, wait_until_final
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # "A module holds one concept and stays readable in one sitting" (STYLE.md).
 MAX_LINES = 330
 
