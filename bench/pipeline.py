@@ -18,7 +18,7 @@
 `--cores N` runs the whole bench (every process it starts) on the first N cores of this
 machine, so that the same command measures a 2-core box on a 16-core one; the baseline's
 threads follow it. Prints a table and writes `--out` (bench/results/pipeline.json, ignored
-by git: a rehearsal stays there; a run quoted in bench/RESULTS.md is written beside it).
+by git: a rehearsal stays there; a run docs/performance.md quotes is written to bench/runs/).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ SHOWN = (
     "redis_utilisation", "redis_cpu_ms_per_doc", "redis_saturation_docs_per_s",
     "over_eight_gpus", "clients_cpu_s", "clients_cores_busy",
 )  # fmt: skip
-# What 8 H200s would ask of one Redis: 8 x about 700 documents/s (bench/RESULTS.md).
+# What 8 H200s would ask of one Redis: 8 x about 700 documents/s (docs/performance.md).
 EIGHT_GPUS_DOCS_PER_S = 5600
 
 

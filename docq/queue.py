@@ -178,7 +178,7 @@ def enqueue_shards(
     numbers = range(job.shards) if shards is None else shards
     # One Redis pipeline (kombu's publish batch, flushed as the block ends) instead of one
     # LPUSH round trip per shard: a 20,000-document upload's 313 shards took 1.4 s one by
-    # one on a busy 2-core box, most of its acceptance (bench/accept.py). A flush that fails
+    # one on a busy 2-core box, most of its acceptance (docs/performance.md). A flush that fails
     # raises like a single publish: the upload removes its job (503).
     with (
         _broker(f"the shards of job {job.id}"),

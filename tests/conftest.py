@@ -142,7 +142,7 @@ def fault_documents() -> list[dict[str, str]]:
 def fault_free_labels(api: TestClient, worker: object) -> list[tuple[str, str]]:
     """(id, label) of every fault document from a fault-free run through the session's
     stack: one reference for every fault test, not one each (the same model and code)."""
-    from tests.test_e2e import all_results, wait_until_final
+    from tests.support.jobs import all_results, wait_until_final
 
     job = api.post("/v1/jobs", json={"documents": fault_documents()}).json()
     done, _ = wait_until_final(api, job["id"], timeout=900)
@@ -166,7 +166,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     from corpus.doc_type import LABELS
     from docq.text.tokens import TOKENIZER_FILES
-    from tests.tiny import tiny_bert
+    from tests.support.tiny import tiny_bert
 
     path = tiny_bert(tmp_path_factory.mktemp("tiny") / "checkpoint", LABELS)
     for name in TOKENIZER_FILES:

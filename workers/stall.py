@@ -6,7 +6,7 @@ messages until it is restarted by hand (celery/celery#8030, #9054, #10205, #1030
 on Celery 5.6). kombu's Redis transport stops polling a channel's BRPOP while the channel's
 QoS has no credit left (kombu/transport/redis.py, `_update_brpop_polling`), so one credit
 never given back stops it for good. A Redis crash in clean-clone CI left a shard worker so
-for ten minutes (tests/test_faults_redis.py), 64 of 600 documents done. Nothing the
+for ten minutes (tests/faults/test_faults_redis.py), 64 of 600 documents done. Nothing the
 sweeper reads is wrong then: the shards wait in their queue, so neither the leases nor the
 audits (workers/sweeper.py, workers/audit.py) can move them; the consumer must read again.
 

@@ -26,9 +26,8 @@ from bench.gpu.pack import PROFILES, REPO, STUB_PYTHON, WHEELS
 # What the device runs: the GPU benches, the served runtime (in the Python-backend stub),
 # and what bench.gpu.pipeline starts there (the API, the workers, docq validate).
 ENTRY = (
-    "bench.gpu.serve", "bench.gpu.parity", "bench.gpu.pipeline", "bench.gpu.flat_speed",
-    "bench.gpu.profile", "serving.pb_stub", "serving.runtimes.torch_gpu", "api.main",
-    "workers.app", "conversion.cli",
+    "bench.gpu.serve", "bench.gpu.parity", "bench.gpu.pipeline", "serving.pb_stub",
+    "serving.runtimes.torch_gpu", "api.main", "workers.app", "conversion.cli",
 )  # fmt: skip
 ROOTS = {"docq", "api", "workers", "serving", "client", "corpus", "conversion", "devstack", "bench"}
 # Imported by a device module on a path the device never takes, each with why.

@@ -26,7 +26,7 @@ Everything else travels with the call, 64 MiB at most in all, the working tree i
 - `tree.tar.xz` (`--tree`): this checkout's files as they are now, tracked and untracked
   but not ignored, with TREE.txt (HEAD and the files changed from it). The working tree
   travels with every call as it is at that moment, while others edit it; a run that must
-  be the one rehearsed unpacks this copy and runs there (bench/gpu/RESULTS-pipeline.md).
+  be the one rehearsed unpacks this copy and runs there (docs/performance.md).
 
     .venv/bin/python -m bench.gpu.pack [--profile scans]   # then: run(..., carry=[".devpack"])
 

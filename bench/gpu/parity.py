@@ -24,7 +24,7 @@ the commit it ran at; `mark` writes into a published result whether its gate ran
 same commit.
 
 `--cpu --runtimes fused|openvino` needs that runtime's package for Python 3.12 carried
-(bench/RESULTS.md, Parity, has the calls); `pack-openvino WHEEL...` makes OpenVINO small
+(docs/performance.md, Parity, has the calls); `pack-openvino WHEEL...` makes OpenVINO small
 enough to travel.
 """
 

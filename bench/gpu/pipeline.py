@@ -41,7 +41,7 @@ docq's runs (runs.py), the old architecture's (baseline.py) and the report (repo
 the corpus, the ceiling and docq's jobs are the CPU bench's (bench/corpus.py, ceiling.py,
 docq_jobs.py).
 
-    # on the H200 (bench/gpu/RESULTS-pipeline.md has the exact command):
+    # on the H200 (docs/performance.md has the exact command):
     source bench/gpu/remote.sh && python3 -m bench.gpu.pipeline --out $OUT/pipeline.json
     # rehearsal on a CPU machine (the wheel's CPU tritonserver, a 2-layer model):
     nice -n 10 .venv/bin/python -m bench.gpu.pipeline --tiny --out /tmp/pipeline.json

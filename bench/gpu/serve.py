@@ -24,7 +24,7 @@ Its parts: the model and its variants (model.py), the requests (shapes.py), the 
 (old_runtime.py), the clients that measure the server (clients.py), the report
 (serve_report.py); the server is devstack's `triton_server`, as the tests start it.
 
-    # on the H200 (bench/gpu/RESULTS-serve.md has the exact command):
+    # on the H200 (docs/performance.md has the exact command):
     source bench/gpu/remote.sh
     python3 -m bench.gpu.serve --out $OUT/serve.json
     # rehearsal on a CPU machine, tiny model, the wheel's server:

@@ -91,7 +91,7 @@ def shard_document(index: int, entry: Sequence[Any]) -> ShardDocument:
 # zstd level 1: a 1,000-document upload (3 MB) compresses in ~7 ms, 3x faster than zlib -1
 # and smaller. The JSON is written by pydantic-core's encoder (Rust; UTF-8, not \u escapes,
 # which json.loads reads alike): 80 ms for a 20,000-document upload (60 MB) where json.dumps
-# took 240. Both sit on the upload's critical path (acceptance latency, bench/accept.py).
+# took 240. Both sit on the upload's critical path (acceptance latency, docs/performance.md).
 # A zstd context is not thread-safe (the API stores uploads from a thread pool): one each.
 _zstd = threading.local()
 

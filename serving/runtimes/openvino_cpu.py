@@ -7,7 +7,7 @@ the project virtualenv's packages (openvino, numpy).
 
 The `precision` parameter is OpenVINO's inference precision: `fp32` by default. OpenVINO's
 CPU plugin would otherwise pick bf16 by itself on a CPU with AMX or AVX-512 BF16, which is
-faster and fails docq's parity gate (bench/RESULTS.md, Parity), so the hint is always set.
+faster and fails docq's parity gate (docs/performance.md, Parity), so the hint is always set.
 The request loop (reading, padding, splitting, errors) is `docq_execute`, copied beside it
 from serving/runtimes/execute.py; this file only compiles the model and runs it.
 """

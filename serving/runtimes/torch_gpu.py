@@ -10,7 +10,7 @@ default), all captured at load, so that a request costs one graph launch instead
 hundreds of kernel launches; a batch is padded up to its bucket (padding rows are dropped,
 padding columns masked). Batch buckets are the powers of two below `graph_batch_step`, then
 its multiples, up to `graph_max_batch`; length buckets are multiples of `graph_seq_step`
-up to max_seq_len. Larger batches run eagerly (bench/gpu/NOTES.md, measured on an H200):
+up to max_seq_len. Larger batches run eagerly (docs/gpu-engine.md, measured on an H200):
 
 - a graph holds the attention mask it was captured with, and with a mask SDPA cannot run
   flash attention (it runs the memory-efficient kernel): at 64 x 512 tokens a replay took
@@ -29,7 +29,7 @@ With `overlap` (on by default for GPU instances), execute() of an eager batch re
 the batch is queued on the GPU and its logits' copy back enqueued, and a responder thread
 (docq_execute) waits for that copy and answers; the next execute()'s host work (reading
 the requests, the flat layout, staging, the launches) then runs while this batch's kernels
-do, instead of leaving the GPU idle for it (bench/gpu/NOTES.md: 1.3-2.3 ms a large call on
+do, instead of leaving the GPU idle for it (docs/gpu-engine.md: 1.3-2.3 ms a large call on
 the H200). A small batch (a graph replay) is answered in execute() itself: one request at
 a time has no next batch to overlap, and the responder's hop cost (1, 512) 0.45 ms on the
 H200. Everything a batch reads lives in buffers a later batch cannot overwrite first: its
@@ -281,7 +281,7 @@ def window_capacities(few: int, max_windows: int) -> list[int]:
     A graph's attention grid has a row of blocks per window it can hold, and the blocks of
     windows a batch lacks still launch and exit: at 1 x 512 on the H200 flash took 26.5 us
     a layer in a graph for 64 windows, 18 us for one, and a 128-window graph put 0.4 ms
-    on a served (1, 512) call (bench/gpu/NOTES.md, 2026-12-04)."""
+    on a served (1, 512) call (docs/gpu-engine.md, 2026-12-04)."""
     return sorted({min(max(few, 1), max_windows), max_windows})
 
 

@@ -27,8 +27,8 @@ from docq.config import Settings
 from docq.queue import CPU_QUEUE, PRIORITY_QUEUE, bulk_lanes
 from docq.store import Document, JobStore
 from tests.conftest import MODEL_REPOSITORY, TENANT, settings_env, tenant_headers
-from tests.polling import until
-from tests.test_metrics_e2e import samples, value
+from tests.support.metrics import samples, value
+from tests.support.polling import until
 
 MAX_DOCUMENTS = 50
 MAX_CHARS = 1000

@@ -24,7 +24,7 @@ from docq.store import JobStore
 from docq.store.codec import unpack_shard
 from tests.api.conftest import queued, unworked
 from tests.conftest import tenant_headers
-from tests.files import DOCX_TYPE, INVOICE, docx, pdf, png
+from tests.support.files import DOCX_TYPE, INVOICE, docx, pdf, png
 
 TEXT = "Lease agreement between the landlord and the tenant for the flat at 3 Elm Road"
 

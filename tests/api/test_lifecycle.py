@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from docq.config import Settings
 from tests.api.test_webhooks import app_with
-from tests.polling import until
+from tests.support.polling import until
 
 DOCS = [
     {"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"},

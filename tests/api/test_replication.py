@@ -19,7 +19,7 @@ from docq import keys
 from docq.config import Settings
 from tests.api.conftest import unworked
 from tests.conftest import MODEL_REPOSITORY, tenant_headers
-from tests.polling import until
+from tests.support.polling import until
 
 DOCS = [{"id": "a", "text": "INVOICE No. 1 Total due 10.00 EUR"}]
 

@@ -1,5 +1,5 @@
 """What the GPU benches publish is what `docq convert` builds: one table of defaults
-(conversion/defaults.py), read by the converter, its help, the benches and the RESULTS docs.
+(conversion/defaults.py), read by the converter, its help, the benches and docs/performance.md.
 A default changed in one place and not the others fails here."""
 
 from __future__ import annotations
@@ -18,16 +18,18 @@ from conversion.convert import Target
 from conversion.defaults import DEFAULTS, TORCH_GPU, config_line
 
 REPO = Path(__file__).resolve().parents[2]
-# The line each RESULTS doc opens with: the configuration its next runs convert with.
+# The line each GPU section of docs/performance.md opens with: the configuration its next runs convert with.
 STATED = re.compile(
     r"^Configuration \(the converter's torch-gpu defaults.*?\):\n`([^`]*)`", re.M | re.S
 )
 
 
-@pytest.mark.parametrize("doc", ["RESULTS-pipeline.md", "RESULTS-serve.md"])
-def test_the_results_docs_state_the_converters_defaults(doc: str) -> None:
-    stated = STATED.search((REPO / "bench" / "gpu" / doc).read_text())
-    assert stated, f"{doc} states no configuration line"
+@pytest.mark.parametrize("section", ["## GPU: the whole pipeline", "## GPU: the served runtime"])
+def test_the_performance_doc_states_the_converters_defaults(section: str) -> None:
+    text = (REPO / "docs" / "performance.md").read_text()
+    assert section in text, f"docs/performance.md has no {section!r}"
+    stated = STATED.search(text.split(section, 1)[1].split("\n## ", 1)[0])
+    assert stated, f"{section} states no configuration line"
     assert stated.group(1) == config_line("torch-gpu")
 
 

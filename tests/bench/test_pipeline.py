@@ -141,8 +141,10 @@ def test_cpu_use_compares_documents_per_cpu_second() -> None:
 def test_a_saved_run_prints_its_table_with_cpu_figures(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The run in bench/RESULTS.md whose baseline had half the machine: its 1.63 is flagged."""
-    pipeline.main(["--table", str(REPO / "bench" / "pipeline-cpu-fused-2026-12-01.json")])
+    """A run of 2026-12-01 whose baseline had half the machine: its 1.63 is flagged."""
+    pipeline.main(
+        ["--table", str(REPO / "bench" / "runs" / "pipeline-fused-unfair-cpu-2026-12-01.json")]
+    )
     out = capsys.readouterr().out
     assert "cpu_ratio" in out and "0.86" in out
     assert "unfair" in out

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_saved_cpu_run_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
-    saved = json.loads((REPO / "bench" / "pipeline-cpu-2026-12-01.json").read_text())
+    saved = json.loads((REPO / "bench" / "runs" / "pipeline-fused-cpu-2026-12-01.json").read_text())
     report.print_table(saved)
     out = capsys.readouterr().out
     assert f"docq bench: {saved['documents']} documents" in out
@@ -22,7 +22,7 @@ def test_a_saved_cpu_run_prints_its_table(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_a_saved_gpu_run_is_summarised_and_shown_again(capsys: pytest.CaptureFixture[str]) -> None:
-    saved = json.loads((REPO / "bench" / "gpu" / "pipeline-h200-2026-12-01.json").read_text())
+    saved = json.loads((REPO / "bench" / "runs" / "pipeline-h200-2026-12-01.json").read_text())
     assert gpu_report.summarise(saved) == saved["summary"]
     gpu_report.show(saved)
     out = capsys.readouterr().out

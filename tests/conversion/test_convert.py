@@ -75,7 +75,7 @@ def test_torch_gpu_build_ships_the_checkpoint_and_its_runtime(
 
 
 def test_torch_gpu_serving_defaults_are_the_measured_ones() -> None:
-    # bench/gpu/NOTES.md: no batcher delay, one instance, graphs up to 8 rows
+    # docs/gpu-engine.md: no batcher delay, one instance, graphs up to 8 rows
     config = pbtxt.build(convert.Target("g", "torch-gpu").classifier_config(3))
     assert config.dynamic_batching.max_queue_delay_microseconds == 0
     assert [g.count for g in config.instance_group] == [1]

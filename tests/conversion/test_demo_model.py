@@ -110,7 +110,7 @@ def test_onnx_graph_has_the_served_signature() -> None:
 
 
 def test_served_graph_is_fused_for_the_cpu() -> None:
-    """The CPU default is the fused graph (1.52x the plain one's speed, bench/RESULTS.md):
+    """The CPU default is the fused graph (1.52x the plain one's speed, docs/performance.md):
     each of the six layers' attention is one ONNX Runtime Attention node."""
     graph = onnx.load(str(ONNX_PATH), load_external_data=False)
     ops = Counter((node.domain, node.op_type) for node in graph.graph.node)

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from serving import pb_stub
 from serving.pb_stub import request
-from tests.tiny import reference_logits, tiny_bert, tiny_roberta
+from tests.support.tiny import reference_logits, tiny_bert, tiny_roberta
 
 RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
 LABELS = ("a", "b", "c", "d")

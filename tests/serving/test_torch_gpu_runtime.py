@@ -20,7 +20,7 @@ import torch
 
 from serving import pb_stub
 from serving.pb_stub import request
-from tests.tiny import reference_logits, tiny_bert
+from tests.support.tiny import reference_logits, tiny_bert
 
 RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
 LABELS = ("a", "b", "c", "d")

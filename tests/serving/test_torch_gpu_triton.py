@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.tiny import tiny_bert
+from tests.support.tiny import tiny_bert
 
 pytestmark = [
     pytest.mark.e2e,

@@ -12,7 +12,7 @@ from docq.extract import Limits
 from docq.jobs import JobStatus
 from docq.store import Document, JobStore
 from docq.store.codec import unpack_shard
-from tests.files import INVOICE, pdf
+from tests.support.files import INVOICE, pdf
 from workers.extraction import extract_shard
 
 TWO = "Page two of the invoice."  # long enough to be read as text, not OCR'd

@@ -13,7 +13,7 @@ from docq import keys
 from docq.errors import NotFound
 from docq.jobs import Attempt, DeliveryState, EventType, JobStatus
 from docq.store import Document, IdempotencyClaim, JobStore, WebhookTarget
-from tests.polling import until
+from tests.support.polling import until
 
 HOOK = WebhookTarget("https://hooks.example.com/docq", "whsec_" + "QUFB" * 8)
 

@@ -3,7 +3,7 @@ docq/queue.py): a sentinel:// URL reaches the master, the same clients reach the
 after a failover with no restart, and a write no replica confirms is refused and removed.
 
 The failover is the Sentinels' own (`SENTINEL FAILOVER`, no kill: the kill is
-tests/test_failover_sentinel.py's); the topology is devstack's (services.redis_sentinels).
+tests/faults/test_faults_sentinel.py's); the topology is devstack's (services.redis_sentinels).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from docq.errors import NotReplicated
 from docq.queue import PROCESS_SHARD, make_celery
 from docq.store import Document, open_store
 from docq.store.sentinel import parse
-from tests.polling import until
+from tests.support.polling import until
 
 
 @pytest.fixture(scope="module")

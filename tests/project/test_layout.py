@@ -1,0 +1,58 @@
+"""The layout's rules, checked: imports go down the rooms only, and modules stay readable.
+
+The import contracts live in pyproject.toml ([tool.importlinter]) and `make lint` checks
+them too; this test makes CI check them.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# "A module holds one concept and stays readable in one sitting" (STYLE.md).
+MAX_LINES = 330
+
+
+def test_import_contracts_hold() -> None:
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert exe is not None, "import-linter is not installed (the dev extra)"
+    run = subprocess.run([exe], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("room", ["bench", "docq", "api", "workers", "serving", "devstack"])
+def test_no_code_imports_the_tests(room: str) -> None:
+    offenders = {
+        str(p.relative_to(REPO)): sorted(
+            m for m in imported_modules(p) if m.split(".")[0] == "tests"
+        )
+        for p in (REPO / room).rglob("*.py")
+    }
+    assert {p: m for p, m in offenders.items() if m} == {}
+
+
+# bench/ and devstack/ too since issue 23 split bench/gpu/serve.py (649 lines) into its parts.
+@pytest.mark.parametrize("room", ["docq", "api", "workers", "bench", "devstack"])
+def test_modules_of_the_core_api_workers_bench_and_devstack_stay_short(room: str) -> None:
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in (REPO / room).rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}
