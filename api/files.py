@@ -127,7 +127,7 @@ def file_document(
     sniffed = sniff(data)
     kind = sniffed
     if sniffed is None:
-        if declared == TEXT or (declared is None and _utf8(data)):  # with control bytes
+        if declared == TEXT or (declared is None and _utf8(data) and b"\x00" not in data):
             return _text(doc_id, data, declared, text_bytes, max_chars)
         if declared == HTML:
             return failed(doc_id, declared, "not_utf8", "declared text/html, but not UTF-8 text")
