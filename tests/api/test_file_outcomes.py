@@ -12,35 +12,13 @@ import pytest
 from api.files import failed, file_document
 from docq.errors import DOCUMENT_CODES, ExtractionFailed
 from docq.extract import Limits, extract
-from docq.extract.base import DOCX, PDF, PNG, TEXT
+from docq.extract.base import DOCX, PDF, TEXT
 from docq.store import Document
-from tests.docq.extract import badfiles, samples
+from tests.docq.extract import samples
+from tests.files import BAD_KINDS as KINDS
 
 MAX_FILE = 32 << 20
 HONEST_PDF = samples.pdf(["Invoice 1001"])
-
-# (kind, make, declared type, the code, found at upload?)
-KINDS: list[tuple[str, Callable[[], bytes], str, str, bool]] = [
-    ("random bytes named .pdf", lambda: bytes(range(1, 256)) * 64, PDF, "type_mismatch", True),
-    ("an empty PDF", lambda: b"", PDF, "empty", True),
-    (
-        "a DOCX zip bomb",
-        lambda: badfiles._docx_with("word/media/zeros.bin", bytes(8 << 20)),
-        DOCX,
-        "too_large",
-        False,
-    ),
-    ("a truncated PDF", lambda: HONEST_PDF[: len(HONEST_PDF) // 2], PDF, "truncated", False),
-    ("an encrypted PDF", badfiles._pdf_encrypted, PDF, "encrypted", False),
-    (
-        "a PNG of 100,000 x 100,000 pixels",
-        lambda: badfiles._png_header(100_000, 100_000),
-        PNG,
-        "too_many_pixels",
-        False,
-    ),
-    ("Latin-1 text", lambda: "caf\u00e9 cr\u00e8me".encode("latin-1"), TEXT, "not_utf8", True),
-]
 
 
 def judged(data: bytes, declared: str | None) -> Document:
