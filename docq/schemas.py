@@ -31,9 +31,8 @@ class FileDocumentIn(BaseModel):
     id: str = Field(min_length=1, max_length=512)
     # Decoded (strictly) by the API after validation, and checked against its size cap
     # and its type there: a str here keeps the schema's errors those of JSON.
-    content: str = Field(
-        min_length=1, description="The file's bytes, base64 (RFC 4648, with padding)."
-    )
+    # (empty allowed: an empty file is a failed document, `empty`, not a malformed request)
+    content: str = Field(description="The file's bytes, base64 (RFC 4648, with padding).")
     content_type: str = Field(
         min_length=1,
         max_length=256,
