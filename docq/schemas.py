@@ -24,7 +24,8 @@ class DocumentIn(BaseModel):
 
 class FileDocumentIn(BaseModel):
     """One document of an upload given as a file: its bytes in base64 and its content type
-    (PDF, PNG, JPEG, TIFF, DOCX, HTML or plain text), which must be what the bytes are."""
+    (PDF, PNG, JPEG, TIFF, DOCX, HTML or plain text); a file whose bytes are not that type
+    (or empty, or of no type docq reads) is accepted as a failed document (api/files.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
