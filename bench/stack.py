@@ -69,9 +69,10 @@ class Stack:
         bulk_workers: int = 1,
         *,
         extract: bool = False,
+        ready_s: float = 60,
     ) -> None:
         self.repo, self.workdir, self.shard_size = repo, workdir, shard_size
-        self.bulk_workers, self.extract = bulk_workers, extract
+        self.bulk_workers, self.extract, self.ready_s = bulk_workers, extract, ready_s
         self.extract_worker: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Stack:
@@ -101,6 +102,7 @@ class Stack:
                     queue,
                     name,
                     SHARD_THREADS,
+                    ready_s=self.ready_s,
                 )
             )
             for port, (queue, name) in zip(self.metrics_ports, lanes, strict=True)
@@ -115,6 +117,7 @@ class Stack:
                     "extract",
                     "extract",
                     EXTRACT_THREADS,
+                    ready_s=self.ready_s,
                 )
             )
             os.setpriority(os.PRIO_PROCESS, self.extract_worker.pid, WORKER_NICE)
