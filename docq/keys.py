@@ -26,6 +26,12 @@ def file(job_id: str, index: int) -> str:
     return f"{PREFIX}:job:{{{job_id}}}:file:{index}"
 
 
+def invalid(job_id: str) -> str:
+    """String: JSON list of the documents the API accepted as failed (`{document, id,
+    error_code, message}`), for the upload's answer and its replays; absent when none."""
+    return f"{PREFIX}:job:{{{job_id}}}:invalid"
+
+
 def results(job_id: str) -> str:
     """Hash: document index (upload order) -> result JSON. HSET makes re-runs overwrite."""
     return f"{PREFIX}:job:{{{job_id}}}:results"

@@ -95,7 +95,7 @@ def test_extract_isolated_gives_extracts_answer_and_its_errors() -> None:
     assert (got.text, got.pages, got.extraction) == ("Invoice 7", 1, "text")
     with pytest.raises(ExtractionFailed) as caught:
         extract_isolated(b"\xff\xfe", "text/plain", Limits())
-    assert caught.value.code == "unreadable"
+    assert caught.value.code == "not_utf8"  # the code the API gives it at upload too
 
 
 def test_extract_all_reads_documents_on_every_child_in_order_each_failure_its_own(
