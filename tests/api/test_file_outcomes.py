@@ -15,7 +15,7 @@ from docq.extract import Limits, extract
 from docq.extract.base import DOCX, PDF, TEXT
 from docq.store import Document
 from tests.docq.extract import samples
-from tests.files import BAD_KINDS as KINDS
+from tests.support.files import BAD_KINDS as KINDS
 
 MAX_FILE = 32 << 20
 HONEST_PDF = samples.pdf(["Invoice 1001"])

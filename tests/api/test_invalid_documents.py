@@ -21,7 +21,7 @@ from docq.queue import EXTRACT_QUEUE
 from docq.store import JobStore
 from docq.store.codec import unpack_shard
 from tests.api.conftest import queued, unworked
-from tests.files import DOCX_TYPE, INVOICE, docx, pdf, png
+from tests.support.files import DOCX_TYPE, INVOICE, docx, pdf, png
 
 PDF = "application/pdf"
 

@@ -135,7 +135,7 @@ def test_cli_over_http_with_a_key_from_the_environment(
 def test_submit_prints_the_documents_accepted_as_failed_and_reject_lists_them_all(
     through_api: None, worker: object, extract_worker: object, tmp_path: Path
 ) -> None:
-    from tests.files import INVOICE, pdf
+    from tests.support.files import INVOICE, pdf
 
     (tmp_path / "invoice.pdf").write_bytes(pdf(INVOICE))
     (tmp_path / "empty.pdf").write_bytes(b"")

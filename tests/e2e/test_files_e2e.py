@@ -78,8 +78,8 @@ def test_a_mixed_upload_with_the_six_bad_kinds_classifies_the_rest_and_answers_e
     """Issue 37's upload in small: good files between the six bad kinds, one 202; the bad
     ones found at upload and those found reading each end as that document's error_code,
     every document answered once, the job succeeded."""
-    from tests.files import BAD_KINDS as KINDS
-    from tests.files import DOCX_TYPE, docx
+    from tests.support.files import BAD_KINDS as KINDS
+    from tests.support.files import DOCX_TYPE, docx
 
     invoice = pdf(INVOICE, "Thank you for your business.")
     good = [
