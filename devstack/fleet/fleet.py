@@ -118,7 +118,8 @@ class Fleet:
             with contextlib.suppress(redis.RedisError):
                 found = s.sentinel_get_master_addr_by_name(stack.SENTINEL_MASTER)
                 if isinstance(found, tuple):
-                    address = str(found[0])
+                    raw = found[0]
+                    address = raw.decode() if isinstance(raw, bytes) else str(raw)
                     name = by_address.get(address, address)
                     votes[name] = votes.get(name, 0) + 1
         return max(votes, key=lambda h: votes[h]) if votes else None
@@ -209,6 +210,19 @@ class Fleet:
     def exited(self) -> list[tuple[str, str, int]]:
         """Processes that ended although no one killed them: (host, name, code)."""
         return [(*key, rc) for key, proc in self.procs.items() if (rc := proc.poll()) is not None]
+
+    def mend(self) -> list[tuple[str, str, int]]:
+        """Heal every link and start again every process that ended (what a scenario left
+        for the next one); those it started."""
+        net.heal(self.net, HOSTS)
+        ended = self.exited()
+        for host, name, _ in ended:
+            service = next(s for s in self.layout.services(host) if s.name == name)
+            if service.ready == "redis":  # back as the replica of the master there is now
+                master = self.master()
+                service = self.layout.redis(host, master if master != host else None)
+            self.start(service, TRITON_START_S)
+        return ended
 
     def api_key(self, tenant: str) -> str:
         """A new API key of `tenant` (made through the Sentinels, from the controller)."""

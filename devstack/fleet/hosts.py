@@ -54,8 +54,9 @@ DOWN_AFTER_MS = 3000
 # across a partition: a command waits for this long).
 TUNING = {
     "DOCQ_REDIS_WAIT_REPLICAS": "1",
-    "DOCQ_REDIS_WAIT_TIMEOUT_MS": "2000",
-    "DOCQ_REDIS_SOCKET_TIMEOUT_S": "5",
+    # WAIT gives up (503) before the socket timeout would cut its connection
+    "DOCQ_REDIS_WAIT_TIMEOUT_MS": "1000",
+    "DOCQ_REDIS_SOCKET_TIMEOUT_S": "3",
     "DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",  # the client's receiver is on 10.77.0.0/24
     "DOCQ_SHARD_SIZE": "16",
     "DOCQ_SHARD_LEASE_S": "15",
