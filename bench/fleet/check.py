@@ -57,6 +57,12 @@ def check(
         "accepted": len(accepted),
         "documents": sum(size.values()),
     }
+    # Uploads never accepted: a final refusal, or still refused when the client's patience
+    # ran out (with their answers, to find them in the API's log). Not a loss: reported.
+    answers: dict[str, list[str]] = defaultdict(list)
+    for a in attempts:
+        answers[a["key"]].append(str(a.get("code") or a.get("status") or a.get("error")))
+    report["refused"] = {k: v for k, v in answers.items() if k not in key_jobs}
     two_jobs = sorted(k for k, js in key_jobs.items() if len(js) > 1)
     if two_jobs:
         v.append(f"Idempotency-Keys answered with two different jobs: {two_jobs}")

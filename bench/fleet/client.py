@@ -34,6 +34,7 @@ SECRET = "whsec_" + "ZmxlZXQtZmxlZXQtZmxlZXQtZmxlZXQtZmxlZXQtMTI="
 RETRY = {409, 429, 500, 502, 503, 504}
 ATTEMPT_TIMEOUT_S = 30.0  # an answer later than this is a hang (the checker counts them)
 FINAL = {"succeeded", "failed", "cancelled"}
+PATIENCE_S = 120.0  # how long one upload is tried again before the client gives it up
 
 
 def corpus(n: int, seed: int) -> list[dict[str, str]]:
@@ -105,10 +106,13 @@ class Client:
         self.attempts = Log(out / "attempts.jsonl")
         self.jobs = Log(out / "jobs.jsonl")
         self.accepted: dict[str, str] = {}  # job id -> Idempotency-Key
+        self.patience_s = PATIENCE_S
         self.lock = threading.Lock()
 
     def upload(self, key: str, body: dict[str, Any], give_up_at: float) -> str | None:
-        """The job id of the first 202 (or 200: a replay) for `key`, else None."""
+        """The job id of the first 202 (or 200: a replay) for `key`, else None (a final
+        refusal, or no 202 within the client's patience)."""
+        give_up_at = min(give_up_at, time.time() + self.patience_s)
         while time.time() < give_up_at:
             sent = time.time()
             record: dict[str, Any] = {

@@ -104,5 +104,7 @@ class IdempotencyKeys:
         connection.replicated(pipe, replicas, timeout_ms).execute()
 
     def release(self, digest: str, claim: IdempotencyClaim) -> None:
-        """Free a key whose upload failed (bound or not), unless someone else holds it."""
-        self._release(keys=[keys.idempotency(digest)], args=[claim.encode()])
+        """Free a key whose upload failed (bound or not), unless someone else holds it or
+        its job is still there (then a retry is answered with that job)."""
+        key, job = keys.idempotency(digest), keys.job(claim.job_id)
+        self._release(keys=[key, job], args=[claim.encode()])
