@@ -57,13 +57,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--prefix", default="dqb", help="the fleet's namespaces' prefix")
     p.add_argument("--subnet", default="10.77.1")
     args = p.parse_args(argv)
-    if reason := net.available():
+    network = net.Network(args.prefix, args.subnet)
+    if reason := net.probe(network):
         print(f"bench.fleet: not run: {reason}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     workdir = Path(tempfile.mkdtemp(prefix="docq-fleet-"))
-    fleet = Fleet(Layout(net.Network(args.prefix, args.subnet), workdir / "hosts"))
+    fleet = Fleet(Layout(network, workdir / "hosts"))
     try:
         fleet.up()
         steps = random_steps(args.seconds, args.seed)

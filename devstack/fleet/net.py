@@ -35,6 +35,20 @@ def available() -> str | None:
     return None
 
 
+def probe(net: Network) -> str | None:
+    """Why `net` cannot be made here (None when it can): a bridge, a namespace and a veth
+    pair made and removed again (a container may allow `ip netns` and refuse veths)."""
+    if reason := available():
+        return reason
+    try:
+        create(net, {"probe": net.address(254)})
+    except subprocess.CalledProcessError as e:
+        return f"`{' '.join(e.cmd)}` failed: {(e.stderr or '').strip()}"
+    finally:
+        destroy(net)
+    return None
+
+
 @dataclass(frozen=True)
 class Network:
     """Where a fleet lives: `prefix` names its namespaces, bridge and veths (one fleet per

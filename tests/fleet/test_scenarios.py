@@ -32,7 +32,7 @@ LONG = "DOCQ_TESTS_FLEET_LONG"
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    if reason := net.available():
+    if reason := net.probe(NETWORK):
         pytest.skip(f"no fleet on this machine: {reason}")
     fleet = Fleet(Layout(NETWORK, tmp_path_factory.mktemp("fleet") / "hosts"))
     try:
@@ -111,6 +111,6 @@ def test_a_worker_host_partitioned_mid_shards_then_triton_hosts_unreachable_slow
 def test_a_short_seeded_run_of_random_nemeses(
     fleet: Fleet, tmp_path: Path, expected: dict[str, str]
 ) -> None:
-    """What `python -m bench.fleet --seconds 50 --seed 7` runs, on this module's fleet."""
-    report = run(fleet, random_steps(50, seed=7), tmp_path, seed=7, expected=expected)
+    """What `python -m bench.fleet --seconds 60 --seed 7` runs, on this module's fleet."""
+    report = run(fleet, random_steps(60, seed=7), tmp_path, seed=7, expected=expected)
     assert report["violations"] == [], verdict(report)
