@@ -11,7 +11,6 @@ import logging
 import random
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +113,10 @@ def run(
             )
     finally:
         for step in steps[len(faults) :]:  # a failure mid-step: heal what may be applied
-            threading.Thread(target=step.nemesis.heal, args=(fleet,), daemon=True).start()
+            try:
+                step.nemesis.heal(fleet)
+            except Exception:  # the failure that got here is the one to report
+                log.exception("healing %s after a failure", step.nemesis.name)
     rc = proc.wait()
     if rc != 0:
         raise RuntimeError(f"the client failed ({rc}; log: {out / 'client.log'})")

@@ -42,6 +42,7 @@ from docq.store.tenants import Tenants
 log = logging.getLogger("fleet")
 
 TRITON_START_S = 300  # two servers loading their models on 2 busy cores
+START_S = 240  # a Celery worker took over 90 s to start here at a load of 24
 
 
 class Fleet:
@@ -143,7 +144,7 @@ class Fleet:
         self.starts[key] = self.starts.get(key, 0) + 1
         return proc
 
-    def wait(self, service: Service, timeout: float = 90) -> None:
+    def wait(self, service: Service, timeout: float = START_S) -> None:
         key = (service.host, service.name)
         wait_for(
             lambda: self.ready(service),
@@ -152,7 +153,7 @@ class Fleet:
             self.procs[key],
         )
 
-    def start(self, service: Service, timeout: float = 90) -> None:
+    def start(self, service: Service, timeout: float = START_S) -> None:
         self.launch(service)
         self.wait(service, timeout)
 
@@ -184,7 +185,7 @@ class Fleet:
             master = self.master()
             replica_of = master if master not in (None, host) else None
             services = [self.layout.redis(host, replica_of), *services[1:]]
-        timeout = TRITON_START_S if host in TRITON_HOSTS else 90
+        timeout = TRITON_START_S if host in TRITON_HOSTS else START_S
         for service in services:
             self.start(service, timeout)
 

@@ -22,6 +22,7 @@ from devstack.fleet.fleet import Fleet
 from devstack.fleet.hosts import Layout
 from devstack.fleet.nemesis import Halves, Isolate, LoseHost, SlowLink, Together
 
+# The first test's limit covers starting the fleet too (a few minutes on a busy machine).
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 # Namespaces dqx-*, bridge dqx-br on 10.77.3.0/24: apart from `python -m devstack.fleet`'s
@@ -59,7 +60,7 @@ def verdict(report: dict[str, object]) -> str:
     return json.dumps({k: v for k, v in report.items() if k != "faults"}, indent=1)[:6000]
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_the_redis_master_partitioned_from_every_host_loses_nothing_acknowledged(
     fleet: Fleet, tmp_path: Path, expected: dict[str, str]
 ) -> None:
@@ -71,7 +72,7 @@ def test_the_redis_master_partitioned_from_every_host_loses_nothing_acknowledged
     assert report["accepted"], verdict(report)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_the_api_and_the_master_apart_from_the_sentinel_majority_lose_nothing_acknowledged(
     fleet: Fleet, tmp_path: Path, expected: dict[str, str]
 ) -> None:
@@ -84,7 +85,7 @@ def test_the_api_and_the_master_apart_from_the_sentinel_majority_lose_nothing_ac
     assert report["answers"].get("503"), verdict(report)  # the split was felt, and refused
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 @pytest.mark.skipif(
     not os.environ.get(LONG),
     reason=f"about 6 minutes: past the fleet's share of CI; run with {LONG}=1",
@@ -107,7 +108,7 @@ def test_a_worker_host_partitioned_mid_shards_then_triton_hosts_unreachable_slow
     assert report["violations"] == [], verdict(report)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_a_short_seeded_run_of_random_nemeses(
     fleet: Fleet, tmp_path: Path, expected: dict[str, str]
 ) -> None:
