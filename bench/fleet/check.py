@@ -141,11 +141,12 @@ def check(
     recovery = []
     for f in faults:
         after = [t for t in ok_times if t >= f["healed"]]
-        if f["healed"] + RECOVER_S > uploads_end:
-            recovery.append({"fault": f["name"], "first_202_after_heal_s": None})
-            continue  # the client stopped uploading too soon after it to tell
         first = round(after[0] - f["healed"], 1) if after else None
         recovery.append({"fault": f["name"], "first_202_after_heal_s": first})
+        if first is not None and first <= RECOVER_S:
+            continue
+        if f["healed"] + RECOVER_S > uploads_end:
+            continue  # the client stopped uploading too soon after it to tell
         if first is None or first > RECOVER_S:
             v.append(f"after {f['name']} healed, no 202 for {first or 'ever'} s (> {RECOVER_S})")
     report["recovery"] = recovery
