@@ -293,6 +293,7 @@ def _claim(deps: Resources, digest: str, claim: IdempotencyClaim) -> Idempotency
             continue
         try:
             deps.store.get_job(earlier.job_id)
+            deps.store.idempotency.confirm(digest, earlier, *deps.store.replication)
             return earlier
         except NotFound:  # the job expired and its key is going with it: start afresh
             deps.store.idempotency.release(digest, earlier)

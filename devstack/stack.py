@@ -60,16 +60,17 @@ DOWN_AFTER_MS = 5000
 FAILOVER_TIMEOUT_MS = 60000
 
 
-def redis(port: int, data_dir: Path) -> list[str]:
-    """redis-server on loopback with an append-only file fsynced at every write: an upload
-    answered 202 survives a crash of Redis (at the cost of one fsync per write)."""
+def redis(port: int, data_dir: Path, host: str = "127.0.0.1") -> list[str]:
+    """redis-server on `host` (loopback, or a fleet host's address: devstack/fleet) with an
+    append-only file fsynced at every write: an upload answered 202 survives a crash of
+    Redis (at the cost of one fsync per write)."""
     exe = shutil.which("redis-server")
     if exe is None:
         raise RuntimeError("redis-server is not installed (make up / make test install it)")
     return [
         exe,
         "--bind",
-        "127.0.0.1",
+        host,
         "--port",
         str(port),
         "--dir",
@@ -80,13 +81,23 @@ def redis(port: int, data_dir: Path) -> list[str]:
         "always",
         "--save",
         "",
+        *_protected(host),
     ]
 
 
-def redis_replica(port: int, data_dir: Path, master_port: int) -> list[str]:
-    """A replica of the redis-server at `master_port`, configured as the master is (it
-    becomes the master after a failover)."""
-    return [*redis(port, data_dir), "--replicaof", "127.0.0.1", str(master_port)]
+def _protected(host: str) -> list[str]:
+    """Redis' protected mode (no password: loopback clients only) stays on on loopback;
+    on another address (a fleet host, devstack/fleet, on a bridge private to this machine)
+    it would refuse every other host, so it is off there (deploy/ sets requirepass)."""
+    return [] if host == "127.0.0.1" else ["--protected-mode", "no"]
+
+
+def redis_replica(
+    port: int, data_dir: Path, master_port: int, host: str = "127.0.0.1", master_host: str = ""
+) -> list[str]:
+    """A replica of the redis-server at `master_host`:`master_port` (default: on `host`),
+    configured as the master is (it becomes the master after a failover)."""
+    return [*redis(port, data_dir, host), "--replicaof", master_host or host, str(master_port)]
 
 
 def sentinel_config(
@@ -94,12 +105,15 @@ def sentinel_config(
     *,
     down_after_ms: int = DOWN_AFTER_MS,
     failover_timeout_ms: int = FAILOVER_TIMEOUT_MS,
+    master_host: str = "127.0.0.1",
 ) -> str:
-    """The first configuration of a Sentinel watching the master at `master_port`."""
+    """The first configuration of a Sentinel watching the master at `master_host`:
+    `master_port` (the address every Sentinel, replica and client can reach it at: the
+    Sentinels hand it out as it is)."""
     m = SENTINEL_MASTER
     return "\n".join(
         [
-            f"sentinel monitor {m} 127.0.0.1 {master_port} {SENTINEL_QUORUM}",
+            f"sentinel monitor {m} {master_host} {master_port} {SENTINEL_QUORUM}",
             f"sentinel down-after-milliseconds {m} {down_after_ms}",
             f"sentinel failover-timeout {m} {failover_timeout_ms}",
             f"sentinel parallel-syncs {m} 1",
@@ -108,18 +122,22 @@ def sentinel_config(
     )
 
 
-def sentinel(port: int, config: Path) -> list[str]:
-    """A Redis Sentinel on loopback: the redis-server binary in Sentinel mode (what
+def sentinel(port: int, config: Path, host: str = "127.0.0.1") -> list[str]:
+    """A Redis Sentinel on `host`: the redis-server binary in Sentinel mode (what
     Debian's redis-sentinel package runs), with `config` its own, rewritable file."""
     exe = shutil.which("redis-server")
     if exe is None:
         raise RuntimeError("redis-server is not installed (make up / make test install it)")
-    return [exe, str(config), "--sentinel", "--bind", "127.0.0.1", "--port", str(port)]
+    return [exe, str(config), "--sentinel", "--bind", host, "--port", str(port), *_protected(host)]
 
 
-def sentinel_url(ports: tuple[int, ...] | list[int], db: int = 0) -> str:
-    """The sentinel:// URL (kombu's form) that names these Sentinels."""
-    return ";".join(f"sentinel://127.0.0.1:{p}" for p in ports) + f"/{db}"
+def sentinel_url(
+    ports: tuple[int, ...] | list[int], db: int = 0, hosts: tuple[str, ...] = ()
+) -> str:
+    """The sentinel:// URL (kombu's form) that names these Sentinels: at `ports` on
+    loopback, or at `hosts` (each beside its port) across hosts."""
+    at = hosts or ("127.0.0.1",) * len(ports)
+    return ";".join(f"sentinel://{h}:{p}" for h, p in zip(at, ports, strict=True)) + f"/{db}"
 
 
 def triton(*args: str) -> list[str]:

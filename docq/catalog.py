@@ -28,6 +28,10 @@ from docq.models import ModelSpec
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# The longest one question to a Triton endpoint (its model index, a model's config) may
+# take before the next endpoint is asked. Without it a silent endpoint held every upload
+# until gRPC's keepalive gave up on it, 20-28 s (the fleet's Triton-host partition).
+CALL_TIMEOUT_S = 5.0
 ClientFactory = Callable[[str], grpcclient.InferenceServerClient]
 
 # tritonclient's own channel options, plus round-robin balancing over the addresses a name
@@ -135,7 +139,7 @@ class ModelCatalog:
                 return self._index[1]
         models: list[dict[str, Any]] = self._first(
             lambda s: s.client.get_model_repository_index(
-                headers=self.policy.headers, as_json=True
+                headers=self.policy.headers, as_json=True, client_timeout=CALL_TIMEOUT_S
             ).get("models", []),
             "repository index",
         )
@@ -161,7 +165,7 @@ class ModelCatalog:
         for i, server in enumerate(list(self._servers)):
             try:
                 config = server.client.get_model_config(
-                    name, headers=self.policy.headers, as_json=True
+                    name, headers=self.policy.headers, as_json=True, client_timeout=CALL_TIMEOUT_S
                 )["config"]
                 break
             except InferenceServerException as exc:

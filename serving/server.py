@@ -98,18 +98,20 @@ def server_command(
     load: list[str] | None = None,
     extra: list[str] | None = None,
     admin_key: str = "",
+    address: str = "127.0.0.1",
 ) -> list[str]:
-    """The tritonserver command line for this repository and these ports; with an
-    `admin_key`, Triton's admin APIs restricted to callers that send it."""
+    """The tritonserver command line for this repository and these ports, listening on
+    `address`; with an `admin_key`, Triton's admin APIs restricted to callers that send it."""
     root = wheel_root()
     cmd = [
         str(root / "bin" / "tritonserver"),
         f"--model-repository={model_repository}",
         f"--backend-directory={prepare_backends(root)}",
-        # loopback only: the local stack and tests expose nothing (deploy/ binds wider)
-        "--http-address=127.0.0.1",
-        "--grpc-address=127.0.0.1",
-        "--metrics-address=127.0.0.1",
+        # loopback by default: the local stack and tests expose nothing (deploy/ binds
+        # wider; a fleet host of devstack/fleet, its own address)
+        f"--http-address={address}",
+        f"--grpc-address={address}",
+        f"--metrics-address={address}",
         f"--http-port={http_port}",
         f"--grpc-port={grpc_port}",
         f"--metrics-port={metrics_port}",
@@ -144,6 +146,7 @@ def main(
     model_control: Annotated[
         str | None, typer.Option(help="explicit, none or poll; default: DOCQ_MODEL_CONTROL")
     ] = None,
+    address: Annotated[str, typer.Option(help="the address every port listens on")] = "127.0.0.1",
 ) -> None:
     """Replace this process with tritonserver (so that signals reach the server directly).
 
@@ -163,6 +166,7 @@ def main(
         load=startup_models(repository, s.startup_models) if mode == "explicit" else None,
         extra=list(ctx.args),
         admin_key=s.triton_admin_key,
+        address=address,
     )
     os.execve(cmd[0], cmd, server_env(dict(os.environ)))
 

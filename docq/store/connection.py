@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.client import Pipeline
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError, OutOfMemoryError
+from redis.retry import Retry
 
 from docq.config import Settings
 from docq.errors import NotReplicated, StoreFull, StoreUnavailable
@@ -38,6 +40,12 @@ LUA = Path(__file__).resolve().parent / "lua"
 # refused already, while a tiny write may still pass: from this fraction on the store is
 # reported full (/readyz), rather than flickering between full and not at the limit itself.
 FULL_AT = 0.98
+# redis-py 8 retries a command that timed out or lost its connection 10 times by default
+# (redis/_defaults.py): across a silent host, 11 socket timeouts, where redis_socket_timeout_s
+# promises one (uploads hung 20 s and more with the master's host partitioned away, issue
+# 41's fleet). One retry is what a failover needs: a pooled connection to the old master
+# fails once, and the retry asks the Sentinels for the new one.
+RETRY = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 1)
 
 
 @contextmanager
@@ -147,8 +155,11 @@ def plain(
             redis_class,
             socket_timeout=socket_timeout,
             health_check_interval=30,
+            retry=RETRY,
         )
-    return redis_class.from_url(url, socket_timeout=socket_timeout, health_check_interval=30)
+    return redis_class.from_url(
+        url, socket_timeout=socket_timeout, health_check_interval=30, retry=RETRY
+    )
 
 
 @cache

@@ -89,6 +89,22 @@ class IdempotencyKeys:
         key, job = keys.idempotency(digest), keys.job(claim.job_id)
         self._bind(keys=[key, job], args=[claim.encode(), ttl_s * 1000], client=pipe)
 
+    def confirm(self, digest: str, claim: IdempotencyClaim, replicas: int, timeout_ms: int) -> None:
+        """Before a replay answers with `claim`'s job: the key written again as it is (a
+        write of this connection's, for WAIT to confirm) and `replicas` replicas waited for;
+        NotReplicated (a 503) when they do not confirm it. Replication keeps order, so a
+        replica that has this write has the job too. Without it, a master cut off from its
+        replicas (a partition's old master, back for the seconds before the Sentinels make
+        it a replica) answered a retry 200 with a job that only it had, and lost it with
+        its data: the fleet's master-partition scenario, 2026-12-05 (docs/fleet.md)."""
+        if replicas <= 0:
+            return
+        pipe = self.r.pipeline()
+        pipe.set(keys.idempotency(digest), claim.encode(), xx=True, keepttl=True)
+        connection.replicated(pipe, replicas, timeout_ms).execute()
+
     def release(self, digest: str, claim: IdempotencyClaim) -> None:
-        """Free a key whose upload failed (bound or not), unless someone else holds it."""
-        self._release(keys=[keys.idempotency(digest)], args=[claim.encode()])
+        """Free a key whose upload failed (bound or not), unless someone else holds it or
+        its job is still there (then a retry is answered with that job)."""
+        key, job = keys.idempotency(digest), keys.job(claim.job_id)
+        self._release(keys=[key, job], args=[claim.encode()])

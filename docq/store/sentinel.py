@@ -66,11 +66,11 @@ def master_client(
     """A `redis_class` client of the master the Sentinels of `url` name `master`.
 
     `connection`: redis-py connection options (socket_timeout...), for the master's
-    connections and the Sentinels' alike, so that a Sentinel that stops answering is given
-    up as soon as a master would be."""
+    connections and the Sentinels' alike (their timeouts and `retry`), so that a Sentinel
+    that stops answering is given up as soon as a master would be."""
     parts = parse(url)
     auth = {"password": parts.password, "username": parts.username}
-    timeouts = {k: v for k, v in connection.items() if k.startswith("socket_")}
+    timeouts = {k: v for k, v in connection.items() if k.startswith("socket_") or k == "retry"}
     sentinels = Sentinel(
         list(parts.sentinels),
         sentinel_kwargs={**auth, **timeouts},

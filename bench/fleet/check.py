@@ -1,0 +1,167 @@
+"""The fleet run's checker: it believes only what the client saw (client.py's logs: every
+upload attempt and its answer, every verified webhook delivery, every job's state and
+results as the API returned them), and the labels of a fault-free run of the same
+documents. Nothing docq counts about itself is read.
+
+For every upload answered 202: each document answered exactly once, with the fault-free
+label; the job final; with a webhook, its event delivered, one event id per job and final
+state, never two outcomes. No event for a job the client never got a 202 for. Every 5xx a
+JSON error, no attempt left unanswered past the client's timeout while the API was
+reachable (a hang); after each heal, a 202 again within RECOVER_S; the last job final
+within FINAL_S of the last heal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+RECOVER_S = 30.0
+FINAL_S = 120.0
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def check(
+    out: Path, expected: dict[str, str], faults: list[dict[str, Any]], uploads_end: float
+) -> dict[str, Any]:
+    """The run's measures and, under "violations", every invariant that did not hold.
+    `faults`: each {"name", "applied", "healed", "client_cut"} (times from time.time());
+    `uploads_end`: when the client stopped starting uploads."""
+    attempts = lines(out / "attempts.jsonl")
+    deliveries = lines(out / "deliveries.jsonl")
+    jobs = lines(out / "jobs.jsonl")
+    accepted: dict[str, str] = {}  # job -> key
+    key_jobs: dict[str, set[str]] = defaultdict(set)
+    size: dict[str, int] = {}
+    hooked: set[str] = set()
+    for a in attempts:
+        if a.get("status") in (200, 202):
+            accepted[a["job"]] = a["key"]
+            key_jobs[a["key"]].add(a["job"])
+            size[a["job"]] = a["documents"]
+            if a.get("webhook"):
+                hooked.add(a["job"])
+    final_seen = {j["job"]: j["final_seen"] for j in jobs if "final_seen" in j}
+    results = {j["job"]: j for j in jobs if "key" in j}
+    v: list[str] = []
+    report: dict[str, Any] = {
+        "uploads": len({a["key"] for a in attempts}),
+        "attempts": len(attempts),
+        "accepted": len(accepted),
+        "documents": sum(size.values()),
+    }
+    # Uploads never accepted: a final refusal, or still refused when the client's patience
+    # ran out (with their answers, to find them in the API's log). Not a loss: reported.
+    answers: dict[str, list[str]] = defaultdict(list)
+    for a in attempts:
+        answers[a["key"]].append(str(a.get("code") or a.get("status") or a.get("error")))
+    report["refused"] = {k: v for k, v in answers.items() if k not in key_jobs}
+    two_jobs = sorted(k for k, js in key_jobs.items() if len(js) > 1)
+    if two_jobs:
+        v.append(f"Idempotency-Keys answered with two different jobs: {two_jobs}")
+
+    lost = duplicated = relabelled = failed = 0
+    for job in accepted:
+        got = results.get(job, {}).get("results")
+        if got is None:
+            v.append(f"job {job}: results not readable ({results.get(job)})")
+            lost += size[job]
+            continue
+        ids = [r["id"] for r in got]
+        duplicated += len(ids) - len(set(ids))
+        lost += max(0, size[job] - len(set(ids)))
+        failed += sum(1 for r in got if r.get("error"))
+        relabelled += sum(1 for r in got if r.get("label") and r["label"] != expected.get(r["id"]))
+    report.update(lost=lost, duplicated=duplicated, relabelled=relabelled, failed=failed)
+    for name in ("lost", "duplicated", "relabelled", "failed"):
+        if report[name]:
+            v.append(f"{report[name]} documents {name}")
+    not_final = sorted(set(accepted) - set(final_seen))
+    report["not_final"] = not_final
+    if not_final:
+        v.append(f"{len(not_final)} accepted jobs never seen final: {not_final[:5]}")
+
+    events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in deliveries:
+        if d.get("bad_signature"):
+            v.append("a delivery whose signature did not verify")
+            continue
+        events[d["job"]].append(d)
+    phantom = sorted(set(events) - set(accepted))
+    missing = sorted(hooked - set(events))
+    conflicting = sorted(j for j, ds in events.items() if len({d["status"] for d in ds}) > 1)
+    two_ids = sorted(
+        j
+        for j, ds in events.items()
+        if len({d["webhook_id"] for d in ds}) > len({d["type"] for d in ds})
+    )
+    report["webhooks"] = {
+        "deliveries": len(deliveries),
+        "jobs": len(events),
+        "retried": sum(len(ds) - 1 for ds in events.values()),
+        "missing": missing,
+        "conflicting": conflicting,
+        "two_event_ids": two_ids,
+        "phantom_jobs": phantom,
+    }
+    if missing:
+        v.append(f"{len(missing)} jobs' webhook events never delivered: {missing[:5]}")
+    if conflicting:
+        v.append(f"jobs whose events carried two different outcomes: {conflicting}")
+    if two_ids:
+        v.append(f"jobs with two event ids for one final state: {two_ids}")
+    if phantom:
+        v.append(f"events for jobs the client never got a 202 for: {phantom}")
+
+    cut_windows = [(f["applied"], f["healed"]) for f in faults if f.get("client_cut")]
+    hangs = [
+        a
+        for a in attempts
+        if a.get("error") == "ReadTimeout"
+        and not any(s - 1 <= a["sent"] <= e + 1 for s, e in cut_windows)
+    ]
+    bad_5xx = [
+        a for a in attempts if a.get("status", 0) >= 500 and not (a.get("json") and a.get("code"))
+    ]
+    report.update(hangs=len(hangs), non_json_5xx=len(bad_5xx))
+    report["answers"] = _answers(attempts)
+    if hangs:
+        v.append(f"{len(hangs)} uploads left unanswered past the client's timeout (hang)")
+    if bad_5xx:
+        v.append(f"{len(bad_5xx)} 5xx answers that were not a JSON error")
+
+    ok_times = sorted(a["answered"] for a in attempts if a.get("status") in (200, 202))
+    recovery = []
+    for f in faults:
+        after = [t for t in ok_times if t >= f["healed"]]
+        first = round(after[0] - f["healed"], 1) if after else None
+        recovery.append({"fault": f["name"], "first_202_after_heal_s": first})
+        if first is not None and first <= RECOVER_S:
+            continue
+        if f["healed"] + RECOVER_S > uploads_end:
+            continue  # the client stopped uploading too soon after it to tell
+        if first is None or first > RECOVER_S:
+            v.append(f"after {f['name']} healed, no 202 for {first or 'ever'} s (> {RECOVER_S})")
+    report["recovery"] = recovery
+    last_heal = max((f["healed"] for f in faults), default=0.0)
+    last_final = max(final_seen.values(), default=last_heal)
+    report["last_final_after_last_heal_s"] = round(last_final - last_heal, 1) if faults else None
+    if faults and last_final - last_heal > FINAL_S:
+        v.append(f"last job final {last_final - last_heal:.0f} s after the last heal (> {FINAL_S})")
+    report["violations"] = v
+    return report
+
+
+def _answers(attempts: list[dict[str, Any]]) -> dict[str, int]:
+    """How the attempts were answered: by status code, or by the client's transport error."""
+    out: dict[str, int] = defaultdict(int)
+    for a in attempts:
+        out[str(a.get("status") or a.get("error"))] += 1
+    return dict(out)

@@ -1,0 +1,144 @@
+"""One fleet run: the client (client.py, inside the `client` host) uploads at a steady rate
+while nemeses (devstack/fleet/nemesis.py) are applied and healed one after another, then
+the checker (check.py) judges what the client saw. The scenarios of tests/fleet and
+`python -m bench.fleet` are each one call of `run`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.fleet.check import check
+from devstack.fleet.fleet import Fleet
+from devstack.fleet.nemesis import CLIENT, Isolate, LoseHost, Nemesis, catalogue
+from devstack.stack import REPO
+
+log = logging.getLogger("fleet")
+DOCUMENTS = 120  # the corpus a run's jobs draw from
+
+
+@dataclass(frozen=True)
+class Step:
+    """A nemesis held for `hold_s` seconds, after `wait_s` seconds of calm."""
+
+    nemesis: Nemesis
+    hold_s: float
+    wait_s: float = 10.0
+
+
+def client_cut(nemesis: Nemesis) -> bool:
+    """Whether the fault keeps the client from the API (its timeouts are no hang then)."""
+    if isinstance(nemesis, (Isolate, LoseHost)):
+        return nemesis.host in ("api", CLIENT)
+    return False
+
+
+def client(fleet: Fleet, key: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
+    """client.py inside the client host."""
+    argv = [
+        *("ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m", "bench.fleet.client"),
+        *("--api", fleet.layout.api_url, "--key", key, "--out", str(out)),
+        *("--address", fleet.layout.address(CLIENT), *args),
+    ]
+    with (out / "client.log").open("ab") as log_file:
+        return subprocess.Popen(argv, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT)
+
+
+def reference(fleet: Fleet, out: Path, documents: int = DOCUMENTS) -> dict[str, str]:
+    """The labels of a fault-free run of the runs' documents (client.CORPUS_SEED's)."""
+    out.mkdir(parents=True, exist_ok=True)
+    key = fleet.api_key("fleet-reference")
+    args = ("--reference", "--documents", str(documents))
+    proc = client(fleet, key, out, *args, "--settle-s", "300")
+    if proc.wait(360) != 0:
+        raise RuntimeError(f"the reference run failed (log: {out / 'client.log'})")
+    labels: dict[str, str] = json.loads((out / "reference.json").read_text())
+    return labels
+
+
+def run(
+    fleet: Fleet,
+    steps: list[Step],
+    out: Path,
+    *,
+    seed: int = 0,
+    documents: int = DOCUMENTS,
+    tail_s: float = 30.0,
+    client_args: tuple[str, ...] = (),
+    expected: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Upload through every step and `tail_s` seconds past the last heal; the checker's
+    report (also written to out/report.json). `expected`: the fault-free labels, when a
+    reference run (`reference`) already made them."""
+    out.mkdir(parents=True, exist_ok=True)
+    key = fleet.api_key(f"fleet-{seed}")
+    if expected is None:
+        expected = reference(fleet, out / "reference", documents)
+    seconds = sum(s.wait_s + s.hold_s for s in steps) + tail_s
+    started = time.time()
+    proc = client(
+        fleet,
+        key,
+        out,
+        *("--seconds", str(seconds), "--seed", str(seed), "--documents", str(documents)),
+        *("--run", f"run{seed}-{int(started)}", *client_args),
+    )
+    faults: list[dict[str, Any]] = []
+    try:
+        for step in steps:
+            time.sleep(step.wait_s)
+            applied = time.time()
+            what = step.nemesis.apply(fleet)
+            log.info("nemesis %s: %s, for %.0f s", step.nemesis.name, what, step.hold_s)
+            time.sleep(max(0.0, applied + step.hold_s - time.time()))
+            step.nemesis.heal(fleet)
+            healed = time.time()
+            log.info("healed %s", step.nemesis.name)
+            faults.append(
+                {
+                    "name": step.nemesis.name,
+                    "what": what,
+                    "applied": applied,
+                    "healed": healed,
+                    "client_cut": client_cut(step.nemesis),
+                }
+            )
+    finally:
+        for step in steps[len(faults) :]:  # a failure mid-step: heal what may be applied
+            try:
+                step.nemesis.heal(fleet)
+            except Exception:  # the failure that got here is the one to report
+                log.exception("healing %s after a failure", step.nemesis.name)
+    rc = proc.wait()
+    if rc != 0:
+        raise RuntimeError(f"the client failed ({rc}; log: {out / 'client.log'})")
+    report = check(out, expected, faults, started + seconds)
+    report = {"seed": seed, "seconds": round(seconds, 1), "faults": faults, **report}
+    report["exited"] = [list(e) for e in fleet.exited()]
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
+def random_steps(seconds: float, seed: int, hold: tuple[float, float] = (15, 30)) -> list[Step]:
+    """Nemeses in a seeded random order (each at most once), held 15-30 s, 10 s apart,
+    until `seconds` is used up."""
+    rng = random.Random(seed)
+    pool = catalogue()
+    rng.shuffle(pool)
+    steps: list[Step] = []
+    used = 0.0
+    for nemesis in pool:
+        hold_s = round(rng.uniform(*hold), 1)
+        if used + 10 + hold_s > seconds:
+            break
+        steps.append(Step(nemesis, hold_s))
+        used += 10 + hold_s
+    return steps

@@ -1,0 +1,117 @@
+"""The fleet's scenarios (issue 41), each a run of bench/fleet/run.py on real processes in
+real network namespaces: a client uploading throughout while a nemesis acts, then the
+checker's verdict on what the client saw (bench/fleet/check.py). One module, one fleet:
+every scenario here shares it (about a minute to start), and make test's xdist runs a
+module in one process, so two fleets never share the bridge's name.
+
+Skipped, saying why, where the machine gives no root or no `ip netns`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.fleet.run import Step, random_steps, reference, run
+from devstack.fleet import net
+from devstack.fleet.fleet import Fleet
+from devstack.fleet.hosts import Layout
+from devstack.fleet.nemesis import Halves, Isolate, LoseHost, SlowLink, Together
+
+# The first test's limit covers starting the fleet too (a few minutes on a busy machine).
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+# Namespaces dqx-*, bridge dqx-br on 10.77.3.0/24: apart from `python -m devstack.fleet`'s
+# (dqf, 10.77.0) and the bench's (dqb, 10.77.1) on the same machine.
+NETWORK = net.Network("dqx", "10.77.3")
+LONG = "DOCQ_TESTS_FLEET_LONG"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    if reason := net.probe(NETWORK):
+        pytest.skip(f"no fleet on this machine: {reason}")
+    fleet = Fleet(Layout(NETWORK, tmp_path_factory.mktemp("fleet") / "hosts"))
+    try:
+        fleet.up()  # removes what a crashed run of this module left, first
+        yield fleet
+    finally:
+        fleet.down()
+
+
+@pytest.fixture(scope="module")
+def expected(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The fault-free labels of the documents every scenario uploads (one run for all)."""
+    return reference(fleet, tmp_path_factory.mktemp("reference"))
+
+
+@pytest.fixture(autouse=True)
+def mended(fleet: Fleet) -> Iterator[None]:
+    """Each scenario starts on a whole fleet: links healed, ended processes started again."""
+    fleet.mend()
+    yield
+
+
+def verdict(report: dict[str, object]) -> str:
+    return json.dumps({k: v for k, v in report.items() if k != "faults"}, indent=1)[:6000]
+
+
+@pytest.mark.timeout(900)
+def test_the_redis_master_partitioned_from_every_host_loses_nothing_acknowledged(
+    fleet: Fleet, tmp_path: Path, expected: dict[str, str]
+) -> None:
+    """The master's host cut off for 30 s while uploads and shards run: the Sentinels
+    promote a replica; what the old master took meanwhile (nothing a replica confirmed)
+    is resynced away when it comes back as a replica."""
+    report = run(fleet, [Step(Isolate("master"), 30)], tmp_path, seed=41, expected=expected)
+    assert report["violations"] == [], verdict(report)
+    assert report["accepted"], verdict(report)
+
+
+@pytest.mark.timeout(900)
+def test_the_api_and_the_master_apart_from_the_sentinel_majority_lose_nothing_acknowledged(
+    fleet: Fleet, tmp_path: Path, expected: dict[str, str]
+) -> None:
+    """The API, the client and the master on one side, the Sentinel majority, the workers
+    and the Tritons on the other, for 30 s: the old master cannot have an upload confirmed
+    by a replica, so the API answers 503; the majority promotes a replica, and when the
+    halves meet again the old master's unconfirmed writes are what is resynced away."""
+    report = run(fleet, [Step(Halves(), 30)], tmp_path, seed=42, expected=expected)
+    assert report["violations"] == [], verdict(report)
+    assert report["answers"].get("503"), verdict(report)  # the split was felt, and refused
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(
+    not os.environ.get(LONG),
+    reason=f"about 6 minutes: past the fleet's share of CI; run with {LONG}=1",
+)
+def test_a_worker_host_partitioned_mid_shards_then_triton_hosts_unreachable_slow_and_lost(
+    fleet: Fleet, tmp_path: Path, expected: dict[str, str]
+) -> None:
+    """A worker host cut off for 60 s while bulk shards run (its late writes must not
+    count twice), then a Triton host unreachable, slow, lost, and a worker host lost with
+    the other Triton host."""
+    steps = [
+        Step(Isolate("worker-1"), 60, wait_s=15),
+        Step(Isolate("triton-1"), 20),
+        Step(SlowLink("triton-1"), 20),
+        Step(LoseHost("triton-1"), 20),
+        Step(Together((LoseHost("worker-2"), LoseHost("triton-2"))), 20),
+    ]
+    args = ("--bulk-share", "0.3")
+    report = run(fleet, steps, tmp_path, seed=43, client_args=args, expected=expected)
+    assert report["violations"] == [], verdict(report)
+
+
+@pytest.mark.timeout(900)
+def test_a_short_seeded_run_of_random_nemeses(
+    fleet: Fleet, tmp_path: Path, expected: dict[str, str]
+) -> None:
+    """What `python -m bench.fleet --seconds 60 --seed 7` runs, on this module's fleet."""
+    report = run(fleet, random_steps(60, seed=7), tmp_path, seed=7, expected=expected)
+    assert report["violations"] == [], verdict(report)
