@@ -23,6 +23,7 @@ import base64
 import binascii
 from typing import Any
 
+from docq.blobs import BlobRef
 from docq.errors import ContentTypeMismatch, PayloadTooLarge, UnsupportedMediaType, ValidationError
 from docq.extract import CONTENT_TYPES, sniff
 from docq.extract.base import DOCX, HTML, JPEG, TEXT, TIFF
@@ -131,8 +132,9 @@ def decode_content(i: int, doc_id: str, content: str, max_file_bytes: int) -> by
     return data
 
 
-def carrying(doc: FileDocumentIn, data: bytes) -> FileDocumentIn:
-    """`doc` holding its checked bytes (what the job store will keep)."""
+def carrying(doc: FileDocumentIn, data: bytes | BlobRef) -> FileDocumentIn:
+    """`doc` holding its checked bytes, or the blob they streamed into (what the job store
+    will keep)."""
     doc._data = data
     return doc
 

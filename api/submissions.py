@@ -7,7 +7,6 @@ and the rollback that leaves nothing behind when a step fails. Routes parse and 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from prometheus_client import Counter
 
 from api.deps import Resources
 from docq import webhook_guard
+from docq.blobs import digest
 from docq.config import Settings
 from docq.errors import (
     Conflict,
@@ -101,7 +101,7 @@ def _fingerprinted(doc: Document) -> tuple[str, str]:
     and digest (after a NUL, which no text holds, so no text can look like a file)."""
     if doc.content is None:
         return doc.id, doc.text
-    return doc.id, f"\x00{doc.content_type} {hashlib.sha256(doc.content).hexdigest()}"
+    return doc.id, f"\x00{doc.content_type} {digest(doc.content)}"
 
 
 def _webhook_target(upload: JobCreate, settings: Settings) -> WebhookTarget | None:
