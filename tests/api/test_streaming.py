@@ -7,20 +7,26 @@ extract workers reading and deleting the blobs, tests/test_blobs_e2e.py.
 
 from __future__ import annotations
 
+import asyncio
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
+from fastapi import Request
 from fastapi.testclient import TestClient
 
+from api.uploads import parse_upload
 from devstack.services import redis_server
 from docq import keys
 from docq.blobs import BlobRef
 from docq.config import Settings
+from docq.errors import PayloadTooLarge
+from docq.schemas import FileDocumentIn, JobCreate
 from docq.store import JobStore
 from tests.api.conftest import unworked
 from tests.conftest import tenant_headers
@@ -35,9 +41,48 @@ def big_pdf(n: int, size: int = MB) -> bytes:
     return data + b"%" + bytes([65 + n % 26]) * (size - len(data) - 1)
 
 
+def chunked(files: list[tuple[str, tuple[str, bytes, str]]]) -> tuple[list[bytes], str]:
+    """A multipart body as a client streams it, in 64 KiB chunks, and its content type."""
+    request = httpx.Request("POST", "http://api/v1/jobs", files=files)
+    body = request.read()
+    chunks = [body[i : i + 64 * 1024] for i in range(0, len(body), 64 * 1024)]
+    return chunks, request.headers["content-type"]
+
+
+def parse_streamed(
+    api: TestClient, chunks: list[bytes], ctype: str, seen: Callable[[int], None]
+) -> JobCreate:
+    """parse_upload reading `chunks` one ASGI message at a time, as uvicorn hands a body
+    over (TestClient sends a body in one message); `seen(n)` before the n-th is given."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/jobs",
+        "query_string": b"",
+        "headers": [(b"content-type", ctype.encode())],
+        "app": api.app,
+    }
+    sent = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        seen(sent)
+        sent += 1
+        last = sent >= len(chunks)
+        return {"type": "http.request", "body": chunks[sent - 1], "more_body": not last}
+
+    settings = api.app.state.resources.settings  # type: ignore[attr-defined]
+    return asyncio.run(parse_upload(Request(scope, receive), settings))
+
+
 def blob_files(root: Path) -> list[str]:
     """Every blob (and partial write) under a directory store's root."""
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def committed(root: Path) -> list[str]:
+    """The blobs under a directory store's root, not its writes in progress."""
+    return [name for name in blob_files(root) if not name.startswith(".partial/")]
 
 
 @contextmanager
@@ -81,18 +126,36 @@ def test_files_larger_than_redis_memory_stream_to_the_store_and_redis_keeps_refe
         assert sorted(ref.key for ref in refs) == names
 
 
-def test_an_upload_refused_mid_stream_leaves_no_blob(settings: Settings, tmp_path: Path) -> None:
-    """Over max_stored_upload_bytes (the cap of an upload that streams to the store), the
-    third PDF is refused while it streams: the two stored before it are deleted."""
+def test_files_stream_into_the_store_as_they_arrive_and_a_refused_upload_leaves_none(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Chunk by chunk: a PDF is a committed blob before the body's end has arrived; a
+    third file over a cap of two documents is refused as its headers arrive, and the two
+    blobs stored before it are deleted before the 413."""
     root = tmp_path / "blobs"
-    with api_on(settings, blob_url=root.as_uri(), max_stored_upload_bytes=int(2.5 * MB)) as (
-        api,
-        _,
-    ):
-        files = [("files", (f"{n}.pdf", big_pdf(n), "application/pdf")) for n in range(3)]
-        resp = api.post("/v1/jobs", files=files)
-        assert resp.status_code == 413, resp.text
-        assert blob_files(root) == []
+    with api_on(settings, blob_url=root.as_uri(), max_documents_per_job=2) as (api, _):
+        two = [("files", (f"{n}.pdf", big_pdf(n), "application/pdf")) for n in range(2)]
+        chunks, ctype = chunked(two)
+        stored_midway: list[str] = []
+
+        def seen(n: int) -> None:
+            if n == len(chunks) - 1:  # the last chunk is yet to come
+                stored_midway.extend(committed(root))
+
+        job = parse_streamed(api, chunks, ctype, seen)
+        assert len(stored_midway) == 1, "the first PDF was not stored while the body streamed"
+        refs = [d.data for d in job.documents if isinstance(d, FileDocumentIn)]
+        assert len(refs) == 2 and all(isinstance(r, BlobRef) for r in refs)
+        assert sorted(r.key for r in refs if isinstance(r, BlobRef)) == blob_files(root)
+
+        before = set(blob_files(root))
+        three = [("files", (f"{n}.pdf", big_pdf(n), "application/pdf")) for n in range(3)]
+        chunks, ctype = chunked(three)
+        midway: list[str] = []
+        with pytest.raises(PayloadTooLarge, match="more than 2 files"):
+            parse_streamed(api, chunks, ctype, lambda n: midway.extend(committed(root)))
+        assert set(midway) - before, "no PDF was stored before the third file was refused"
+        assert set(blob_files(root)) == before, "a refused upload left its blobs"
 
 
 def test_pdfs_do_not_count_against_the_memory_cap_text_does(
