@@ -95,22 +95,38 @@ def post(url: str, headers: dict[str, str], parts: Iterator[tuple[str, str, byte
     return str(resp.json()["id"])
 
 
+def key_bytes(r: redis.Redis) -> int:
+    """The bytes Redis counts for every key (MEMORY USAGE, values and names)."""
+    return sum(r.memory_usage(k) or 0 for k in r.scan_iter(count=1000))
+
+
 def redis_per_page(url: str, headers: dict[str, str], r: redis.Redis, n: int) -> dict[str, Any]:
+    """Three views of what a queued page costs Redis: the bytes of the keys the uploads
+    added (MEMORY USAGE), `used_memory` added over all uploads (with what does not grow with
+    pages: client buffers, the keyspace's hash tables), and its slope after the first
+    upload (the cost of one more page)."""
     scans = [((SAMPLES / name).read_bytes(), ctype) for name, ctype in SCANS]
-    before, keys_before = int(r.info("memory")["used_memory"]), r.dbsize()
-    page_bytes = 0
+    before, keys_before, kbytes_before = (
+        int(r.info("memory")["used_memory"]),
+        r.dbsize(),
+        key_bytes(r),
+    )
+    page_bytes, after_first = 0, 0
     for start in range(0, n, 50):
-        batch = [
-            (f"p{i}.{SCANS[i % 3][0].rsplit('.', 1)[1]}", *scans[i % 3])
-            for i in range(start, min(n, start + 50))
-        ]
+        ids = range(start, min(n, start + 50))
+        batch = [(f"p{i}.{SCANS[i % 3][0].rsplit('.', 1)[1]}", *scans[i % 3]) for i in ids]
         page_bytes += sum(len(data) for _, data, _ in batch)
         post(url, headers, ((name, ctype, data) for name, data, ctype in batch))
+        if start == 0:
+            after_first = int(r.info("memory")["used_memory"])
     after, keys_after = int(r.info("memory")["used_memory"]), r.dbsize()
     return {
         "pages": n,
+        "uploads": -(-n // 50),
+        "key_bytes_per_page": (key_bytes(r) - kbytes_before) / n,
         "redis_used_memory_added": after - before,
-        "redis_bytes_per_page": (after - before) / n,
+        "used_memory_per_page": (after - before) / n,
+        "used_memory_per_page_after_first_upload": (after - after_first) / max(1, n - 50),
         "redis_keys_added": keys_after - keys_before,
         "page_bytes_mean": page_bytes / n,
     }
@@ -177,7 +193,12 @@ def main() -> None:
     for col in ("measure", "value"):
         table.add_column(col)
     s = report["scans"]
-    table.add_row("Redis bytes per queued scanned page", f"{s['redis_bytes_per_page']:.0f} B")
+    table.add_row("Redis bytes per queued scanned page (keys)", f"{s['key_bytes_per_page']:.0f} B")
+    table.add_row("  used_memory added per page", f"{s['used_memory_per_page']:.0f} B")
+    table.add_row(
+        "  used_memory per page after the first upload",
+        f"{s['used_memory_per_page_after_first_upload']:.0f} B",
+    )
     table.add_row("  (the page's own bytes, mean)", f"{s['page_bytes_mean']:.0f} B")
     table.add_row("  Redis keys added per page", f"{s['redis_keys_added'] / s['pages']:.2f}")
     for u in report["uploads"]:

@@ -6,9 +6,9 @@ at its hour here, so it cannot be what recovers them): the shard's lease stops b
 and a sweeper (a thread in every shard worker, the bulk worker's here too) brings the shard
 back to the extract queue; the files are still referenced in Redis and their blobs in the
 blob store, since a reference is only deleted in the write that stores its text (and the
-blob after it). In the end no blob is left in the store. A queued extract message is also lost outright (as a
-kill in BRPOP's instant loses one): the audits find its shard in no queue and enqueue it
-again. Answered once is counted by the job store's ledger.
+blob after it). In the end no blob is left in the store. A queued extract message is also
+lost outright (as a kill in BRPOP's instant loses one): the audits find its shard in no
+queue and enqueue it again. Answered once is counted by the job store's ledger.
 """
 
 from __future__ import annotations
