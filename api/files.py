@@ -13,8 +13,17 @@ What a declared type may say (a multipart part's Content-Type, a JSON document's
 - for text, any `text/*`: declared text/plain keeps a file that looks like HTML the text it
   says it is (as every text upload before files), declared text/html reads plain text as
   HTML (the same text);
-- anything else is refused: a type docq does not read is 415, a type the bytes are not
-  (a PNG sent as a PDF) is 422. Both name the document.
+- anything else makes the document a failed one, never the upload's refusal: a type docq
+  does not read (`unsupported_type`), bytes that are not the declared type
+  (`type_mismatch`), an empty file (`empty`), text that is not UTF-8 (`not_utf8`) or only
+  whitespace (`no_text`), a file over its cap (`too_large`). The document is stored failed,
+  without its bytes, and the worker answers it as it answers a file it fails to read
+  (encrypted, truncated, a bomb, over a page or pixel limit: docq.extract), with the same
+  codes (docq.errors.DOCUMENT_CODES). With `?on_invalid=reject` the upload is refused
+  instead, listing every failed document (api/submissions.py).
+
+A declared DOCX whose bytes are no type is read by the worker all the same: it tells a
+truncated or encrypted DOCX from one that is not a DOCX at all (docq/extract/docx.py).
 """
 
 from __future__ import annotations
@@ -23,13 +32,13 @@ import base64
 import binascii
 from typing import Any
 
-from docq.blobs import BlobRef
-from docq.errors import ContentTypeMismatch, PayloadTooLarge, UnsupportedMediaType, ValidationError
+from docq.errors import DOCUMENT_CODES, ValidationError
 from docq.extract import CONTENT_TYPES, sniff
 from docq.extract.base import DOCX, HTML, JPEG, TEXT, TIFF
 from docq.schemas import DocumentIn, FileDocumentIn
 from docq.store import Document
 
+UNKNOWN = "application/octet-stream"  # the stored type of a failed file of no known type
 UNDECLARED = frozenset({"", "application/octet-stream", "binary/octet-stream"})
 ALIASES = {
     "image/jpg": JPEG,
@@ -67,100 +76,142 @@ def text_cap(max_document_chars: int) -> int:
     return 4 * max_document_chars
 
 
-def too_large(doc_id: str, limit: int) -> PayloadTooLarge:
-    """The 413 of one file over its cap (worded as text files have always been refused)."""
-    return PayloadTooLarge(
-        f"file {doc_id!r} is larger than {limit} bytes",
-        {"limit": limit, "field": "files", "id": doc_id},
-    )
+def failed(doc_id: str, content_type: str | None, code: str, message: str) -> Document:
+    """A document accepted as failed: stored without its bytes, answered with `code`."""
+    if code not in DOCUMENT_CODES:
+        raise ValueError(f"unknown document failure code {code!r}")
+    return Document(doc_id, "", content_type or UNKNOWN, error=message, error_code=code)
+
+
+def oversize(doc_id: str, declared: str | None, limit: int) -> Document:
+    """The failed document of a file over its cap of `limit` bytes."""
+    return failed(doc_id, declared, "too_large", f"the file is larger than {limit:,} bytes")
+
+
+def _text(
+    doc_id: str, data: bytes, declared: str | None, text_bytes: int, max_chars: int
+) -> Document:
+    """A file read as plain text: its text document, or why it is none."""
+    if b"\x00" in data:
+        return failed(doc_id, declared, "not_utf8", "the text holds NUL bytes: not a text file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return failed(
+            doc_id, declared, "not_utf8", f"the text is not UTF-8 (byte {exc.start}: {exc.reason})"
+        )
+    if len(data) > text_bytes or len(text) > max_chars:
+        return failed(doc_id, TEXT, "too_large", f"the text has more than {max_chars:,} characters")
+    if not text.strip():
+        return failed(doc_id, TEXT, "no_text", "the text is only whitespace")
+    return Document(doc_id, text)
 
 
 def file_document(
-    i: int, doc_id: str, data: bytes, declared: str | None, *, max_file_bytes: int, text_bytes: int
-) -> Document | None:
-    """The document a file makes: a text document when the file is plain text, else a file
-    of its sniffed type. None: the bytes are no type docq reads but the client said text
-    (or said nothing and they decode as UTF-8: text with a NUL, say), so the caller refuses
-    them as a text document, exactly as before files."""
-    sniffed = sniff(data)
+    doc_id: str,
+    data: bytes,
+    declared: str | None,
+    *,
+    max_file_bytes: int,
+    text_bytes: int,
+    max_chars: int,
+) -> Document:
+    """The document a file makes: a text document when the file is plain text, a file of its
+    sniffed type to extract, or a failed document saying why it is neither."""
+    if not data:
+        return failed(doc_id, declared, "empty", "the file is empty (0 bytes)")
     if declared is not None and declared not in CONTENT_TYPES:
-        raise UnsupportedMediaType(
-            f"{_where(i, doc_id)}: content type {declared!r} is not one docq reads ({READ})",
-            {"document": i, "id": doc_id, "field": "content_type", "declared": declared},
+        return failed(
+            doc_id, declared, "unsupported_type", f"{declared!r} is not a type docq reads ({READ})"
         )
-    if sniffed is None:
-        if declared == TEXT or (declared is None and _utf8(data)):
-            return None
-        raise UnsupportedMediaType(
-            f"{_where(i, doc_id)}: its bytes are no type docq reads ({READ})",
-            {"document": i, "id": doc_id, "field": "content", "declared": declared},
-        )
+    sniffed = sniff(data)
     kind = sniffed
-    if declared is not None and declared != sniffed:
+    if sniffed is None:
+        if declared == TEXT or (declared is None and _utf8(data) and b"\x00" not in data):
+            return _text(doc_id, data, declared, text_bytes, max_chars)
+        if declared == HTML:
+            return failed(doc_id, declared, "not_utf8", "declared text/html, but not UTF-8 text")
+        if declared == DOCX:  # cut or encrypted, or no DOCX at all: the worker tells which
+            kind = DOCX
+        elif declared is None:
+            return failed(
+                doc_id,
+                None,
+                "unsupported_type",
+                f"its bytes are none of the types docq reads ({READ})",
+            )
+        else:
+            return failed(
+                doc_id,
+                declared,
+                "type_mismatch",
+                f"declared {declared}, but its bytes are none of the types docq reads",
+            )
+    elif declared is not None and declared != sniffed:
         if {declared, sniffed} != {TEXT, HTML}:
-            raise ContentTypeMismatch(
-                f"{_where(i, doc_id)}: declared {declared!r} but its bytes are {sniffed!r}",
-                {"document": i, "id": doc_id, "declared": declared, "sniffed": sniffed},
+            return failed(
+                doc_id,
+                declared,
+                "type_mismatch",
+                f"declared {declared}, but its bytes are {sniffed}",
             )
         kind = declared  # text or HTML: the client knows which it meant
     if kind == TEXT:
-        if len(data) > text_bytes:
-            raise too_large(doc_id, text_bytes)
-        return Document(doc_id, data.decode("utf-8"))
+        return _text(doc_id, data, declared, text_bytes, max_chars)
     if len(data) > max_file_bytes:
-        raise too_large(doc_id, max_file_bytes)
+        return oversize(doc_id, kind, max_file_bytes)
     return Document(doc_id, "", content_type=kind, content=data)
 
 
-def decode_content(i: int, doc_id: str, content: str, max_file_bytes: int) -> bytes:
-    """A JSON document's base64 `content` as bytes, refused (422) unless strict base64, and
-    (413) when the file is over its cap, judged before decoding."""
-    if len(content) // 4 * 3 > max_file_bytes + 2:
-        raise too_large(doc_id, max_file_bytes)
+def as_upload(doc: Document, data: bytes | None = None) -> Any:
+    """A judged file as the upload holds it: a DocumentIn (plain text), or a FileDocumentIn
+    carrying its bytes (to extract) or its failure (`data`: what identifies it to the
+    Idempotency-Key's fingerprint)."""
+    if doc.error_code is not None:
+        assert doc.error is not None and doc.content_type is not None
+        failure = FileDocumentIn.model_construct(
+            id=doc.id, content="", content_type=doc.content_type
+        )
+        failure._failure = (doc.error_code, doc.error)
+        failure._data = data
+        return failure
+    if doc.content is None:
+        return DocumentIn(id=doc.id, text=doc.text)
+    assert doc.content_type is not None
+    checked = FileDocumentIn.model_construct(id=doc.id, content="", content_type=doc.content_type)
+    checked._data = doc.content
+    return checked
+
+
+def decode_content(i: int, doc_id: str, content: str) -> bytes:
+    """A JSON document's base64 `content` as bytes, refused (422) unless strict base64: a
+    JSON field that is not what the schema says is the request's fault, not the file's."""
     try:
-        data = base64.b64decode(content, validate=True)
+        return base64.b64decode(content, validate=True)
     except (binascii.Error, ValueError):
         raise ValidationError(
             f"invalid {_where(i, doc_id)}: content: not base64",
             {"errors": [{"document": i, "id": doc_id, "field": "content", "message": "base64"}]},
         ) from None
-    if not data:
-        raise ValidationError(
-            f"invalid {_where(i, doc_id)}: content: an empty file",
-            {"errors": [{"document": i, "id": doc_id, "field": "content", "message": "empty"}]},
-        )
-    return data
 
 
-def carrying(doc: FileDocumentIn, data: bytes | BlobRef) -> FileDocumentIn:
-    """`doc` holding its checked bytes, or the blob they streamed into (what the job store
-    will keep)."""
-    doc._data = data
-    return doc
-
-
-def resolve(i: int, doc: FileDocumentIn, max_file_bytes: int, text_bytes: int) -> Any:
-    """A JSON/NDJSON file document once checked: a DocumentIn when it is plain text, else
-    the FileDocumentIn with its sniffed type and its bytes (a multipart one already is)."""
-    if doc.data is not None:
+def resolve(
+    i: int, doc: FileDocumentIn, max_file_bytes: int, text_bytes: int, max_chars: int
+) -> Any:
+    """A JSON/NDJSON file document once judged (file_document, then as_upload); a multipart
+    one already is. A file over its cap is judged from its base64 length, not decoded."""
+    if doc.data is not None or doc.failure is not None:
         return doc
-    data = decode_content(i, doc.id, doc.content, max_file_bytes)
+    declared = declared_type(doc.content_type)
+    if len(doc.content) // 4 * 3 > max_file_bytes + 2:
+        return as_upload(oversize(doc.id, declared, max_file_bytes), doc.content[:4096].encode())
+    data = decode_content(i, doc.id, doc.content)
     got = file_document(
-        i,
         doc.id,
         data,
-        declared_type(doc.content_type),
+        declared,
         max_file_bytes=max_file_bytes,
         text_bytes=text_bytes,
+        max_chars=max_chars,
     )
-    if got is None:
-        raise ValidationError(
-            f"invalid {_where(i, doc.id)}: content: declared as text but not UTF-8 text "
-            "without NUL characters",
-            {"errors": [{"document": i, "id": doc.id, "field": "content", "message": "text"}]},
-        )
-    if got.content is None:
-        return DocumentIn(id=doc.id, text=got.text)
-    assert got.content_type is not None
-    checked = FileDocumentIn.model_construct(id=doc.id, content="", content_type=got.content_type)
-    return carrying(checked, data)
+    return as_upload(got, data)

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from api.files import carrying, declared_type, file_document, text_cap, too_large
+from api.files import as_upload, declared_type, file_document, oversize, text_cap
 from api.streaming import BlobSpool, Spools
 from docq.config import Settings
 from docq.errors import MalformedBody, PayloadTooLarge, ValidationError
@@ -88,11 +88,12 @@ def parse_ndjson(body: bytes, model: str | None, max_documents: int) -> dict[str
 
 
 class CappedParser(MultiPartParser):
-    """Starlette's multipart parser, refusing a file as soon as it passes its cap (its size
-    is counted as it streams, not after it was spooled): `text_bytes` for a part declared
-    as text, `file_bytes` for one declared as another type, the larger of the two for one
-    that declares nothing (its bytes tell once it is whole, api/files.py). Each file part
-    is written to a spool of `spools` instead of a temporary file (api/streaming.py)."""
+    """Starlette's multipart parser, dropping the rest of a file as soon as it passes its cap
+    (its size is counted as it streams, not after it was spooled): `text_bytes` for a part
+    declared as text, `file_bytes` for one declared as another type, the larger of the two
+    for one that declares nothing (its bytes tell once it is whole, api/files.py). A file
+    over its cap is a failed document (`oversize` holds its cap), not the upload's refusal.
+    Each file part is written to a spool of `spools`, not a temporary file (api/streaming.py)."""
 
     def __init__(
         self, *args: Any, text_bytes: int, file_bytes: int, spools: Spools, **kwargs: Any
@@ -102,6 +103,7 @@ class CappedParser(MultiPartParser):
         self.spools = spools
         self._file_bytes = 0
         self._cap = 0
+        self.oversize: dict[int, int] = {}  # id() of an UploadFile over its cap -> the cap
 
     def on_part_begin(self) -> None:
         super().on_part_begin()
@@ -125,36 +127,36 @@ class CappedParser(MultiPartParser):
         if part.file is not None:
             self._file_bytes += end - start
             if self._file_bytes > self._cap:
-                raise too_large(part.file.filename or "", self._cap)
+                self.oversize[id(part.file)] = self._cap
+                return  # its bytes so far stay (the Idempotency-Key's fingerprint); no more
         super().on_part_data(data, start, end)
 
 
-async def _document(i: int, item: UploadFile, settings: Settings) -> Any:
+async def _document(item: UploadFile, settings: Settings, cap: int | None) -> Any:
     """One file part as a raw document: `{"id", "text"}` for text (as before files), a
-    FileDocumentIn carrying its bytes for a file."""
+    FileDocumentIn carrying its bytes for a file, or its failure (`cap`: it was over it)."""
     raw = await item.read()  # a part held whole, or the first bytes of one streamed
     doc_id = item.filename or ""
+    declared = declared_type(item.content_type)
+    assert isinstance(item.file, BlobSpool)
+    if item.file.ref is not None and item.file.size > settings.max_file_bytes:
+        cap = settings.max_file_bytes  # streamed (a PDF or an image) with a text part's cap
+    if cap is not None:
+        return as_upload(oversize(doc_id, declared, cap), raw)
     doc = file_document(
-        i,
         doc_id,
         raw,
-        declared_type(item.content_type),
+        declared,
         max_file_bytes=settings.max_file_bytes,
         text_bytes=text_cap(settings.max_document_chars),
+        max_chars=settings.max_document_chars,
     )
-    if doc is None:  # said to be text, or nothing, and is no type: refused as text always was
-        try:
-            return {"id": item.filename, "text": raw.decode("utf-8")}
-        except UnicodeDecodeError:
-            raise ValidationError(
-                f"invalid document {i}: text: {item.filename!r} is not UTF-8 text",
-                {"errors": [{"document": i, "id": item.filename, "field": "text"}]},
-            ) from None
-    if doc.content is None or doc.content_type is None:
-        return {"id": doc_id, "text": doc.text}
-    checked = FileDocumentIn.model_construct(id=doc_id, content="", content_type=doc.content_type)
-    assert isinstance(item.file, BlobSpool)
-    return carrying(checked, item.file.stored(settings.max_file_bytes, doc_id) or doc.content)
+    if doc.error_code is None and doc.content is None:
+        return {"id": item.filename, "text": doc.text}  # validated as text uploads always were
+    upload = as_upload(doc, raw)
+    if doc.error_code is None and isinstance(upload, FileDocumentIn) and item.file.ref is not None:
+        upload._data = item.file.ref  # streamed into the blob store (api/streaming.py)
+    return upload
 
 
 async def parse_multipart(
@@ -192,7 +194,7 @@ async def parse_multipart(
                     f"invalid document {i}: files: expected a file, got a plain field",
                     {"errors": [{"document": i, "field": "files"}]},
                 )
-            documents.append(await _document(i, item, settings))
+            documents.append(await _document(item, settings, parser.oversize.get(id(item))))
         webhook = webhook_fields(form)
     finally:
         await form.close()

@@ -18,7 +18,6 @@ import logging
 import uuid
 from collections.abc import Iterable
 
-from api.files import too_large
 from docq.blobs import BlobRef, BlobStore, BlobWriter
 from docq.errors import BlobStoreUnavailable, PayloadTooLarge
 from docq.extract import sniff
@@ -96,13 +95,6 @@ class BlobSpool:
     def close(self) -> None:
         if self._writer is not None and self.ref is None:
             self._writer.abort()
-
-    def stored(self, max_file_bytes: int, doc_id: str) -> BlobRef | None:
-        """The blob of a part that streamed (None: it was held), refused (413) over the cap
-        of a file (a part that declared no type had the larger cap of a text file)."""
-        if self.ref is not None and self.size > max_file_bytes:
-            raise too_large(doc_id, max_file_bytes)
-        return self.ref
 
 
 class Spools:

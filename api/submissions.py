@@ -1,7 +1,8 @@
-"""The upload's orchestration, one decision after parsing: the model, the webhook, the
-Idempotency-Key (claim, or replay of the job it made; scoped to the tenant), the tenant's
-limits, the lane, storing and enqueueing,
-and the rollback that leaves nothing behind when a step fails. Routes parse and answer.
+"""The upload's orchestration, one decision after parsing: the model, the webhook, what
+becomes of bad documents (accepted as failed, or `on_invalid=reject`: the upload refused,
+listing them all), the Idempotency-Key (claim, or replay of the job it made; scoped to the
+tenant), the tenant's limits, the lane, storing and enqueueing, and the rollback that
+leaves nothing behind when a step fails. Routes parse and answer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from docq.config import Settings
 from docq.errors import (
     Conflict,
     IdempotencyKeyReused,
+    InvalidDocuments,
     NotFound,
     QueueUnavailable,
     StoreUnavailable,
@@ -28,8 +30,17 @@ from docq.errors import (
 )
 from docq.jobs import JobRecord
 from docq.queue import enqueue_shards
-from docq.schemas import DocumentIn, FileDocumentIn, JobCreate, JobCreated, WebhookCreated
+from docq.schemas import (
+    DocumentFailure,
+    DocumentIn,
+    FileDocumentIn,
+    JobCreate,
+    JobCreated,
+    OnInvalid,
+    WebhookCreated,
+)
 from docq.store import Document, IdempotencyClaim, WebhookTarget
+from docq.store.creating import failures
 from docq.store.idempotency import fingerprint, key_digest
 from docq.store.tenants import Tenants
 
@@ -37,6 +48,11 @@ log = logging.getLogger(__name__)
 
 JOBS_CREATED = Counter("docq_jobs_created_total", "Jobs accepted", ["model"])
 DOCUMENTS_ACCEPTED = Counter("docq_documents_accepted_total", "Documents accepted", ["model"])
+DOCUMENTS_INVALID = Counter(
+    "docq_documents_invalid_total",
+    "Documents accepted as failed at upload (bad files), by error_code",
+    ["model", "code"],
+)
 
 # How long an upload whose Idempotency-Key is claimed by one still being stored waits for
 # that job (then answers with it) before a 409 asks the client to retry. Storing is one
@@ -55,15 +71,32 @@ class Submitted:
 
 
 def submit(
-    deps: Resources, tenant: str, upload: JobCreate, idempotency_key: str | None
+    deps: Resources,
+    tenant: str,
+    upload: JobCreate,
+    idempotency_key: str | None,
+    on_invalid: OnInvalid = OnInvalid.ACCEPT,
 ) -> Submitted:
-    """Create `tenant`'s job an upload asks for (or find the one its Idempotency-Key made)."""
+    """Create `tenant`'s job an upload asks for (or find the one its Idempotency-Key made).
+
+    The request's own problems (model, webhook, then quota, key) refuse it first; then its
+    bad documents refuse it too when it asked for all or nothing (InvalidDocuments, every
+    one listed), else they are stored failed and the job runs with the rest."""
     model = upload.model or deps.settings.default_model
     if model is None:
         raise ValidationError("no model given and no default model configured", {"field": "model"})
     webhook = _webhook_target(upload, deps.settings)
     deps.catalog.require(model)
     documents = [_document(d) for d in upload.documents]
+    failed = failures(documents)
+    if failed and on_invalid == OnInvalid.REJECT:
+        first = failed[0]
+        raise InvalidDocuments(
+            f"{len(failed)} of {len(documents)} documents are invalid, the first document "
+            f"{first['document']} ({first['id']!r}): {first['error_code']}: {first['message']} "
+            "(on_invalid=reject: nothing was created)",
+            {"errors": failed},
+        )
     claim = None
     if idempotency_key is not None:
         digest = key_digest(tenant, idempotency_key)
@@ -80,25 +113,34 @@ def submit(
     job = _create(deps, tenant, model, documents, webhook, (digest, claim) if claim else None)
     JOBS_CREATED.labels(model).inc()
     DOCUMENTS_ACCEPTED.labels(model).inc(job.documents)
+    for f in failed:
+        DOCUMENTS_INVALID.labels(model, f["error_code"]).inc()
     shown = None
     if webhook is not None:
         shown = WebhookCreated(
             url=webhook.url, secret=webhook.secret if webhook.secret_generated else None
         )
-    return Submitted(_created(job, shown), replayed=False)
+    return Submitted(_created(job, shown, failed), replayed=False)
 
 
 def _document(doc: DocumentIn | FileDocumentIn) -> Document:
-    """A checked document as the job store keeps it (a file: its bytes and sniffed type)."""
+    """A checked document as the job store keeps it (a file: its bytes and sniffed type; a
+    bad file: why it failed, without its bytes)."""
     if isinstance(doc, DocumentIn):
         return Document(doc.id, doc.text)
+    if doc.failure is not None:
+        code, message = doc.failure
+        return Document(doc.id, "", doc.content_type, error=message, error_code=code)
     assert doc.data is not None, "files are checked before they are submitted (api/files.py)"
     return Document(doc.id, "", content_type=doc.content_type, content=doc.data)
 
 
 def _fingerprinted(doc: Document) -> tuple[str, str]:
     """What of a document makes two uploads the same request: its text, or its file's type
-    and digest (after a NUL, which no text holds, so no text can look like a file)."""
+    and digest (after a NUL, which no text holds, so no text can look like a file); a bad
+    file by why it failed (its message names its size or its bytes' type)."""
+    if doc.error_code is not None:
+        return doc.id, f"\x00{doc.content_type} {doc.error_code} {doc.error}"
     if doc.content is None:
         return doc.id, doc.text
     return doc.id, f"\x00{doc.content_type} {digest(doc.content)}"
@@ -143,7 +185,8 @@ def _create(
         small = len(documents) <= deps.settings.small_job_max_documents
         head = deps.settings.accept_head_shards
         if 0 < head * deps.settings.shard_size < len(documents) and not any(
-            d.content is not None for d in documents
+            d.content_type is not None
+            for d in documents  # (a failed document has one too)
         ):
             return _create_in_two(deps, tenant, model, documents, webhook, idempotency, job_id)
         job = deps.store.create_job(
@@ -268,15 +311,19 @@ def _replay(deps: Resources, earlier: IdempotencyClaim) -> JobCreated:
         shown = WebhookCreated(
             url=record.url, secret=record.secret if record.secret_generated else None
         )
-    return _created(job, shown)
+    return _created(job, shown, deps.store.invalid_documents(job.id))
 
 
-def _created(job: JobRecord, webhook: WebhookCreated | None) -> JobCreated:
+def _created(
+    job: JobRecord, webhook: WebhookCreated | None, failed: list[dict[str, object]]
+) -> JobCreated:
     return JobCreated(
         id=job.id,
         status=job.status,
         model=job.model,
         documents=job.documents,
+        documents_failed=len(failed),
+        failed=[DocumentFailure.model_validate(f) for f in failed],
         created_at=job.created_at,
         webhook=webhook,
     )

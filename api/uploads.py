@@ -161,12 +161,12 @@ def validate(raw: Any, settings: Settings) -> JobCreate:
 
 
 def resolve_files(job: JobCreate, settings: Settings) -> None:
-    """Check every file document of a schema-valid upload (base64, size, type: api/files.py);
-    one that is plain text becomes a text document."""
-    text_bytes = text_cap(settings.max_document_chars)
+    """Judge every file document of a schema-valid upload (base64, size, type: api/files.py);
+    one that is plain text becomes a text document, a bad one a failed document."""
+    text_bytes, chars = text_cap(settings.max_document_chars), settings.max_document_chars
     for i, doc in enumerate(job.documents):
         if isinstance(doc, FileDocumentIn):
-            job.documents[i] = resolve(i, doc, settings.max_file_bytes, text_bytes)
+            job.documents[i] = resolve(i, doc, settings.max_file_bytes, text_bytes, chars)
 
 
 def check_limits(job: JobCreate, settings: Settings) -> JobCreate:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from bench.procs import CpuMeter, find, listener, tree
 from devstack.services import api_server, celery_worker, free_port, redis_server, triton_server
-from devstack.stack import SHARD_THREADS, TRITON_NICE, WORKER_NICE
+from devstack.stack import EXTRACT_THREADS, SHARD_THREADS, TRITON_NICE, WORKER_NICE
 from docq.config import Settings
 from docq.store import connection
 from docq.store.tenants import Tenants
@@ -57,12 +57,23 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 
 class Stack:
-    """redis, tritonserver, `bulk_workers` bulk Celery workers, a priority worker and the
-    API on free ports, started as the local stack starts them (devstack/)."""
+    """redis, tritonserver, `bulk_workers` bulk Celery workers, a priority worker, with
+    `extract` the extract worker (files read into text) and the API on free ports, started
+    as the local stack starts them (devstack/)."""
 
-    def __init__(self, repo: Path, workdir: Path, shard_size: int, bulk_workers: int = 1) -> None:
+    def __init__(
+        self,
+        repo: Path,
+        workdir: Path,
+        shard_size: int,
+        bulk_workers: int = 1,
+        *,
+        extract: bool = False,
+        ready_s: float = 60,
+    ) -> None:
         self.repo, self.workdir, self.shard_size = repo, workdir, shard_size
-        self.bulk_workers = bulk_workers
+        self.bulk_workers, self.extract, self.ready_s = bulk_workers, extract, ready_s
+        self.extract_worker: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Stack:
         self._stack = ExitStack()
@@ -91,11 +102,25 @@ class Stack:
                     queue,
                     name,
                     SHARD_THREADS,
+                    ready_s=self.ready_s,
                 )
             )
             for port, (queue, name) in zip(self.metrics_ports, lanes, strict=True)
         ]
         self.bulk_ports = self.metrics_ports[: self.bulk_workers]
+        if self.extract:  # as the Procfile's `extract` process
+            port = str(free_port())
+            self.extract_worker = self._stack.enter_context(
+                celery_worker(
+                    {**env, "DOCQ_WORKER_METRICS_PORT": port},
+                    self.workdir / "extract.log",
+                    "extract",
+                    "extract",
+                    EXTRACT_THREADS,
+                    ready_s=self.ready_s,
+                )
+            )
+            os.setpriority(os.PRIO_PROCESS, self.extract_worker.pid, WORKER_NICE)
         self.url = self._stack.enter_context(api_server(env, self.workdir / "api.log"))
         self.api_pid = listener(int(self.url.rsplit(":", 1)[1]))
         port = self.triton_url.rsplit(":", 1)[1]

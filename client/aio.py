@@ -87,10 +87,13 @@ class AsyncDocqClient:
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         idempotency_key: str | None = None,
+        on_invalid: str | None = None,
     ) -> dict[str, Any]:
         """Upload documents as one job; returns its 202 answer."""
         body = b"".join(ndjson_line(d) for d in documents)
-        request = _job_request(body, model, webhook_url, webhook_secret, idempotency_key)
+        request = _job_request(
+            body, model, webhook_url, webhook_secret, idempotency_key, on_invalid
+        )
         return await self._call("POST", "/v1/jobs", **request)  # type: ignore[no-any-return]
 
     async def submit_many(
@@ -101,13 +104,14 @@ class AsyncDocqClient:
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         idempotency_key: str | None = None,
+        on_invalid: str | None = None,
         into: Submission | None = None,
     ) -> Submission:
         """Upload any number of documents as as many jobs as the limits need, in order."""
         submission = Submission() if into is None else into
         for part, (body, _) in enumerate(bodies(documents, self.limits)):
             key = _part_key(idempotency_key, part)
-            request = _job_request(body, model, webhook_url, webhook_secret, key)
+            request = _job_request(body, model, webhook_url, webhook_secret, key, on_invalid)
             for waits in range(RATE_LIMIT_WAITS + 1):
                 try:
                     submission.jobs.append(await self._call("POST", "/v1/jobs", **request))

@@ -53,6 +53,7 @@ from client.sdk import DEFAULT_URL, DocqClient, Submission
 from client.sdk import Progress as JobsProgress
 from conversion.cli import convert, validate
 from docq.jobs import JobStatus
+from docq.schemas import OnInvalid
 
 
 class ExitCode(IntEnum):
@@ -114,6 +115,8 @@ def _errors() -> Iterator[None]:
             "give a valid one with --api-key or DOCQ_API_KEY",
         ) from None
     except errors.Refused as exc:
+        if exc.code == "invalid_documents" and isinstance(exc.detail, dict):
+            _print_failed(exc.detail.get("errors", []), "invalid (nothing was created)")
         raise _fail(ExitCode.REFUSED, f"refused ({exc.status} {exc.code}): {exc.message}") from None
     except errors.NotFound as exc:
         raise _fail(ExitCode.REFUSED, f"not found: {exc.message}") from None
@@ -125,6 +128,16 @@ def _errors() -> Iterator[None]:
         raise _fail(ExitCode.TIMEOUT, f"gave up waiting: {exc}") from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:  # reading the input files
         raise _fail(ExitCode.USAGE, str(exc)) from None
+
+
+def _print_failed(failed: list[dict[str, Any]], what: str) -> None:
+    """The bad documents of an upload, one line each: id, error_code, message."""
+    if failed:
+        console.print(f"{len(failed)} document(s) {what}:", highlight=False)
+    for f in failed:
+        console.print(
+            f"  {f['id']}: {f['error_code']}: {f['message']}", highlight=False, markup=False
+        )
 
 
 def _client(url: str, api_key: str | None, limits: Limits | None = None) -> DocqClient:
@@ -171,8 +184,8 @@ def submit(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Text files (one document each, id = file name) or .ndjson/.jsonl files "
-            '(one {"id", "text"} per line).',
+            help="Files, one document each (id = file name: text, or PDF, PNG, JPEG, TIFF, "
+            'DOCX, HTML sent as files), or .ndjson/.jsonl files (one {"id", "text"} per line).',
             exists=True,
             dir_okay=False,
             readable=True,
@@ -196,6 +209,13 @@ def submit(
         float | None, typer.Option(help="With --wait: give up after this many seconds.")
     ] = None,
     poll: Annotated[float, typer.Option(help="With --wait: seconds between polls.")] = 0.5,
+    on_invalid: Annotated[
+        OnInvalid,
+        typer.Option(
+            help="accept: a bad file becomes a failed document and the rest runs; "
+            "reject: nothing is created if any file is bad (all of them listed)."
+        ),
+    ] = OnInvalid.ACCEPT,
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
 ) -> None:
@@ -203,7 +223,13 @@ def submit(
     submission = Submission()
     with _errors(), _client(url, api_key, Limits(max_documents, max_bytes)) as client:
         try:
-            client.submit_many(from_paths(paths), model, webhook_url=webhook_url, into=submission)
+            client.submit_many(
+                from_paths(paths),
+                model,
+                webhook_url=webhook_url,
+                on_invalid=on_invalid.value,
+                into=submission,
+            )
         finally:
             if submission.jobs:
                 console.print(
@@ -211,6 +237,7 @@ def submit(
                     f"job(s): {', '.join(submission.ids)}",
                     highlight=False,
                 )
+                _print_failed(submission.failed, "accepted as failed")
         if not wait:
             for job_id in submission.ids:
                 sys.stdout.write(job_id + "\n")

@@ -8,8 +8,10 @@ one body, one job.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import mimetypes
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,10 @@ Document = Mapping[str, str]
 
 # Files read as NDJSON (one document per line); any other file is one document.
 NDJSON_SUFFIXES = (".ndjson", ".jsonl")
+# Files sent as files (base64 `content`, read by the server's extract workers), whatever
+# their bytes; any other file is sent as text when it is UTF-8, else as a file too (the
+# server judges it: a bad one is a failed document, or the upload's refusal on request).
+FILE_SUFFIXES = (".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".docx", ".html", ".htm")
 
 
 def _server_default(name: str) -> int:
@@ -66,13 +72,27 @@ def from_ndjson(source: Path | IO[str] | IO[bytes]) -> Iterator[dict[str, str]]:
 
 
 def from_paths(paths: Iterable[Path]) -> Iterator[dict[str, str]]:
-    """Documents from files: `.ndjson`/`.jsonl` files line by line, any other file whole
-    (its id is the file name, its text the file read as UTF-8)."""
+    """Documents from files: `.ndjson`/`.jsonl` files line by line, any other file whole,
+    its id the file name: a text document when it is UTF-8 text, else a file (from_file)."""
     for path in paths:
         if path.suffix in NDJSON_SUFFIXES:
             yield from from_ndjson(path)
-        else:
-            yield {"id": path.name, "text": path.read_text(encoding="utf-8")}
+            continue
+        data = path.read_bytes()
+        if path.suffix.lower() not in FILE_SUFFIXES:
+            try:
+                yield {"id": path.name, "text": data.decode("utf-8")}
+                continue
+            except UnicodeDecodeError:
+                pass
+        yield from_file(path.name, data)
+
+
+def from_file(doc_id: str, data: bytes, content_type: str | None = None) -> dict[str, str]:
+    """A file document: its bytes in base64 and its type (guessed from the name when not
+    given; the server judges the bytes, and says when they are not that type)."""
+    guessed = content_type or mimetypes.guess_type(doc_id)[0] or "application/octet-stream"
+    return {"id": doc_id, "content": base64.b64encode(data).decode(), "content_type": guessed}
 
 
 def ndjson_line(doc: Document) -> bytes:

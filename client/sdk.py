@@ -73,6 +73,12 @@ class Submission:
     def documents(self) -> int:
         return sum(int(job["documents"]) for job in self.jobs)
 
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        """The documents accepted as failed (bad files), each with its `job`: `{job,
+        document, id, error_code, message}`; their results carry the same error_code."""
+        return [{"job": j["id"], **f} for j in self.jobs for f in j.get("failed", [])]
+
 
 ProgressCallback = Callable[[Progress], None]
 
@@ -127,14 +133,18 @@ def _job_request(
     webhook_url: str | None,
     webhook_secret: str | None,
     idempotency_key: str | None,
+    on_invalid: str | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of one NDJSON upload request."""
+    """The keyword arguments of one NDJSON upload request (`on_invalid`: "reject" refuses
+    the whole upload when a document is bad, listing them all; "accept", the server's
+    default, makes each a failed document)."""
     params = {
         k: v
         for k, v in (
             ("model", model),
             ("webhook_url", webhook_url),
             ("webhook_secret", webhook_secret),
+            ("on_invalid", on_invalid),
         )
         if v
     }
@@ -203,10 +213,13 @@ class DocqClient:
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         idempotency_key: str | None = None,
+        on_invalid: str | None = None,
     ) -> dict[str, Any]:
         """Upload documents as one job; returns its 202 answer (`id`, `status`, ...)."""
         body = b"".join(ndjson_line(d) for d in documents)
-        request = _job_request(body, model, webhook_url, webhook_secret, idempotency_key)
+        request = _job_request(
+            body, model, webhook_url, webhook_secret, idempotency_key, on_invalid
+        )
         return self._call("POST", "/v1/jobs", **request)  # type: ignore[no-any-return]
 
     def submit_many(
@@ -217,6 +230,7 @@ class DocqClient:
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         idempotency_key: str | None = None,
+        on_invalid: str | None = None,
         into: Submission | None = None,
     ) -> Submission:
         """Upload any number of documents as as many jobs as the limits need, in order.
@@ -229,7 +243,7 @@ class DocqClient:
         submission = Submission() if into is None else into
         for part, (body, _) in enumerate(bodies(documents, self.limits)):
             key = _part_key(idempotency_key, part)
-            request = _job_request(body, model, webhook_url, webhook_secret, key)
+            request = _job_request(body, model, webhook_url, webhook_secret, key, on_invalid)
             for waits in range(RATE_LIMIT_WAITS + 1):
                 try:
                     submission.jobs.append(self._call("POST", "/v1/jobs", **request))

@@ -174,10 +174,12 @@ def celery_worker(
     name: str = "cpu",
     concurrency: int = 1,
     pool: str = "threads",
+    ready_s: float = 60,
 ) -> Iterator[subprocess.Popen]:
     """A real Celery worker process consuming `queues`: `concurrency` threads (the shard
     workers' pool, sharing one batcher) or prefork children (the webhooks worker's), at the
-    level of `env`'s DOCQ_LOG_LEVEL (the process validates it as it starts)."""
+    level of `env`'s DOCQ_LOG_LEVEL (the process validates it as it starts), ready within
+    `ready_s` (a machine busy with other work takes longer to import it)."""
     level = env.get("DOCQ_LOG_LEVEL", "INFO").upper()
     cmd = [
         *stack.worker(
@@ -189,7 +191,9 @@ def celery_worker(
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     try:
-        wait_for(lambda: b"ready." in log.read_bytes(), 60, f"celery worker (log: {log})", proc)
+        wait_for(
+            lambda: b"ready." in log.read_bytes(), ready_s, f"celery worker (log: {log})", proc
+        )
         yield proc
     finally:
         stop(proc, 30)

@@ -7,6 +7,7 @@
      │    │    ├── PayloadTooLarge
      │    │    ├── UnsupportedMediaType
      │    │    ├── ContentTypeMismatch   a file's declared type is not what its bytes are
+     │    │    ├── InvalidDocuments   ?on_invalid=reject and some documents are bad: lists them all
      │    │    └── WebhookRefused     a webhook URL or secret docq will not use (SSRF guard)
      │    ├── Unauthorized       no API key, or one that is unknown or revoked (401)
      │    ├── NotFound           no such job (or it has expired, or is another tenant's)
@@ -14,7 +15,7 @@
      │    │    └── IdempotencyKeyReused   same Idempotency-Key, different request
      │    ├── TenantLimitExceeded    the tenant has too much work in flight (429)
      │    ├── UnknownModel       the model is not in the Triton repository
-     │    ├── ExtractionFailed   a document's file yields no text (docq.extract): its .code says why
+     │    ├── ExtractionFailed   one document is bad (at upload or when read): its .code says why
      │    └── ModelError         the model answered with something unusable
      │         └── WindowsRejected    it refused some windows of a request, not all
      └── RetryableError          the world may heal: Celery retries these with backoff
@@ -27,6 +28,12 @@
           └── Overloaded             the API is parsing all the uploads it may (429)
 
 Only the API maps these to HTTP (api/errors.py); only RetryableError is retried.
+
+A request is refused whole (4xx, nothing created) only for what is wrong with the request:
+its body, its limits, its model, its ids, its webhook, its tenant's quota. What is wrong
+with one document's content is that document's ExtractionFailed, found at upload
+(api/files.py) or when its file is read (docq.extract), with one vocabulary of codes
+(DOCUMENT_CODES): the document is accepted as failed and the rest of the job runs.
 """
 
 from __future__ import annotations
@@ -81,6 +88,13 @@ class ContentTypeMismatch(ValidationError):
     code = "content_type_mismatch"
 
 
+class InvalidDocuments(ValidationError):
+    """An upload asked for all or nothing (`?on_invalid=reject`) and some of its documents
+    are bad: `detail["errors"]` lists every one (document, id, error_code, message)."""
+
+    code = "invalid_documents"
+
+
 class WebhookRefused(ValidationError):
     """A webhook URL (scheme, host, resolved address) or secret that docq refuses to use."""
 
@@ -124,30 +138,38 @@ class UnknownModel(PermanentError):
     code = "unknown_model"
 
 
-class ExtractionFailed(PermanentError):
-    """A document's file could not be read into text (encrypted, truncated, a bomb, too
-    long to read...): that document's error, never the job's. `code` says which (CODES)."""
+# Why one document failed: its result's `error_code`, the same whether the API found it at
+# upload (api/files.py) or a worker found it reading the file (docq.extract).
+DOCUMENT_CODES = frozenset(
+    {
+        "unreadable",  # malformed, or the parser gave up or died
+        "encrypted",  # a password-protected PDF or DOCX
+        "truncated",  # the file ends before its structure does
+        "type_mismatch",  # the bytes are not what the declared type says
+        "empty",  # a file of zero bytes
+        "not_utf8",  # a text file whose bytes are not UTF-8 (or hold NUL bytes)
+        "no_text",  # readable, but no text in it (a blank page, an empty document)
+        "too_many_pages",  # more pages than DOCQ_EXTRACT_MAX_PAGES
+        "too_many_pixels",  # an image (or page) larger than DOCQ_EXTRACT_MAX_PIXELS
+        "too_large",  # over its size cap, or decompresses (or grows in memory) past the limits
+        "timeout",  # reading it took longer than DOCQ_EXTRACT_TIMEOUT_S
+        "unsupported_type",  # a content type docq does not read
+        "ocr_unavailable",  # it needs OCR and Tesseract is not installed here
+        "missing",  # its bytes are gone from the blob store (docq.blobs) before it was read
+    }
+)
 
-    CODES = frozenset(
-        {
-            "unreadable",  # malformed, or the parser gave up or died
-            "encrypted",  # a password-protected PDF or DOCX
-            "truncated",  # the file ends before its structure does
-            "type_mismatch",  # the bytes are not what the declared type says
-            "no_text",  # readable, but no text in it (a blank page, an empty document)
-            "too_many_pages",  # more pages than DOCQ_EXTRACT_MAX_PAGES
-            "too_many_pixels",  # an image (or page) larger than DOCQ_EXTRACT_MAX_PIXELS
-            "too_large",  # decompresses (or grows in memory) past the limits
-            "timeout",  # reading it took longer than DOCQ_EXTRACT_TIMEOUT_S
-            "unsupported_type",  # a content type docq does not extract
-            "ocr_unavailable",  # it needs OCR and Tesseract is not installed here
-            "missing",  # its bytes are gone from the blob store (docq.blobs) before it was read
-        }
-    )
+
+class ExtractionFailed(PermanentError):
+    """One document is bad (of no type docq reads, not its declared type, empty, encrypted,
+    truncated, a bomb, over a limit...): that document's error, never the job's, whether
+    found at upload or when its file is read. `code` says which (DOCUMENT_CODES)."""
+
+    CODES = DOCUMENT_CODES
 
     def __init__(self, code: str, message: str, detail: Any = None) -> None:
         if code not in self.CODES:
-            raise ValueError(f"unknown extraction failure code {code!r}")
+            raise ValueError(f"unknown document failure code {code!r}")
         super().__init__(message, detail)
         self.code = code
 

@@ -41,6 +41,12 @@ def blob_sweep() -> str:
     return f"{PREFIX}:blobs:sweep"
 
 
+def invalid(job_id: str) -> str:
+    """String: JSON list of the documents the API accepted as failed (`{document, id,
+    error_code, message}`), for the upload's answer and its replays; absent when none."""
+    return f"{PREFIX}:job:{{{job_id}}}:invalid"
+
+
 def results(job_id: str) -> str:
     """Hash: document index (upload order) -> result JSON. HSET makes re-runs overwrite."""
     return f"{PREFIX}:job:{{{job_id}}}:results"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag
@@ -24,16 +25,16 @@ class DocumentIn(BaseModel):
 
 class FileDocumentIn(BaseModel):
     """One document of an upload given as a file: its bytes in base64 and its content type
-    (PDF, PNG, JPEG, TIFF, DOCX, HTML or plain text), which must be what the bytes are."""
+    (PDF, PNG, JPEG, TIFF, DOCX, HTML or plain text); a file whose bytes are not that type
+    (or empty, or of no type docq reads) is accepted as a failed document (api/files.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=512)
     # Decoded (strictly) by the API after validation, and checked against its size cap
     # and its type there: a str here keeps the schema's errors those of JSON.
-    content: str = Field(
-        min_length=1, description="The file's bytes, base64 (RFC 4648, with padding)."
-    )
+    # (empty allowed: an empty file is a failed document, `empty`, not a malformed request)
+    content: str = Field(description="The file's bytes, base64 (RFC 4648, with padding).")
     content_type: str = Field(
         min_length=1,
         max_length=256,
@@ -41,12 +42,18 @@ class FileDocumentIn(BaseModel):
         "openxmlformats-officedocument.wordprocessingml.document, text/html or text/plain.",
     )
     # The file's bytes once the API has decoded and checked them (api/files.py), or the
-    # blob a multipart file streamed into (api/streaming.py); never part of the schema.
+    # blob a multipart file streamed into (api/streaming.py), or why the file is bad
+    # (`code`, `message`: the document is accepted as failed); never part of the schema.
     _data: bytes | BlobRef | None = PrivateAttr(None)
+    _failure: tuple[str, str] | None = PrivateAttr(None)
 
     @property
     def data(self) -> bytes | BlobRef | None:
         return self._data
+
+    @property
+    def failure(self) -> tuple[str, str] | None:
+        return self._failure
 
 
 # The tags name a document's form; untagged() takes them out of error locations again, so
@@ -93,7 +100,27 @@ class JobCreate(BaseModel):
     webhook: WebhookIn | None = None
 
 
+class OnInvalid(StrEnum):
+    """What an upload with bad documents (a file docq cannot read) becomes."""
+
+    ACCEPT = "accept"  # the job runs; each bad document is a failed result (the default)
+    REJECT = "reject"  # nothing is created: one 422 lists every bad document
+
+
 # --- out -------------------------------------------------------------------------
+
+
+class DocumentFailure(BaseModel):
+    """A document accepted as failed (or, with on_invalid=reject, refused): which and why."""
+
+    document: int = Field(description="Its position in the upload (from 0).")
+    id: str
+    error_code: str = Field(
+        description="Why, the same vocabulary as a result's error_code: unsupported_type, "
+        "type_mismatch, empty, not_utf8, too_large, no_text (at upload); unreadable, "
+        "encrypted, truncated, too_many_pages, too_many_pixels, timeout (when read)."
+    )
+    message: str = Field(description="The problem, in words.")
 
 
 class WebhookCreated(BaseModel):
@@ -114,7 +141,15 @@ class JobCreated(BaseModel):
     id: str
     status: JobStatus
     model: str
-    documents: int
+    documents: int = Field(description="Documents in the job, the failed ones included.")
+    documents_failed: int = Field(
+        0,
+        description="Of those, the ones accepted as failed (bad files): each has its result "
+        "now or soon, with its error_code; the others are classified.",
+    )
+    failed: list[DocumentFailure] = Field(
+        default_factory=list, description="The documents accepted as failed, in upload order."
+    )
     created_at: datetime
     webhook: WebhookCreated | None = None
 

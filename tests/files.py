@@ -4,6 +4,8 @@ as a PDF printer writes it), a PNG and a DOCX from their own libraries, and brok
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
+from types import ModuleType
 
 DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
@@ -60,3 +62,38 @@ def docx(*paragraphs: str) -> bytes:
 
 
 INVOICE = "INVOICE No. 4711\nBill to: ACME GmbH\nTotal due: 1,250.00 EUR\nPayment within 30 days"
+
+
+def _bad() -> ModuleType:
+    from tests.docq.extract import badfiles  # its makers need pypdf (dev extras)
+
+    return badfiles
+
+
+_HONEST = pdf("Invoice 1001")
+PDF, PNG, TEXT = "application/pdf", "image/png", "text/plain"
+
+# The six bad kinds of issue 37's 63-file upload, and text that is not UTF-8: how each is
+# made, the type it is sent as, the error_code its document ends with, and whether the API
+# finds it at upload (else the extract worker does, reading it).
+BAD_KINDS: list[tuple[str, Callable[[], bytes], str, str, bool]] = [
+    ("random bytes named .pdf", lambda: bytes(range(1, 256)) * 64, PDF, "type_mismatch", True),
+    ("an empty PDF", lambda: b"", PDF, "empty", True),
+    (
+        "a DOCX zip bomb",
+        lambda: _bad()._docx_with("word/media/zeros.bin", bytes(8 << 20)),
+        DOCX_TYPE,
+        "too_large",
+        False,
+    ),
+    ("a truncated PDF", lambda: _HONEST[: len(_HONEST) // 2], PDF, "truncated", False),
+    ("an encrypted PDF", lambda: _bad()._pdf_encrypted(), PDF, "encrypted", False),
+    (
+        "a PNG of 100,000 x 100,000 pixels",
+        lambda: _bad()._png_header(100_000, 100_000),
+        PNG,
+        "too_many_pixels",
+        False,
+    ),
+    ("Latin-1 text", lambda: "caf\u00e9 cr\u00e8me".encode("latin-1"), TEXT, "not_utf8", True),
+]

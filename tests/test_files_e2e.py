@@ -70,3 +70,42 @@ def test_a_pdf_an_html_mail_and_a_text_are_read_classified_and_a_broken_file_fai
     store = JobStore.from_url(redis_url, shard_size=8, ttl_s=3600)
     assert all(store.files.load(job["id"], i) is None for i in range(4))
     assert store.answers(job["id"]) == dict.fromkeys(range(4), 1)
+
+
+def test_a_mixed_upload_with_the_six_bad_kinds_classifies_the_rest_and_answers_each_bad_one(
+    api: TestClient, worker: object, extract_worker: object, redis_url: str
+) -> None:
+    """Issue 37's upload in small: good files between the six bad kinds, one 202; the bad
+    ones found at upload and those found reading each end as that document's error_code,
+    every document answered once, the job succeeded."""
+    from tests.files import BAD_KINDS as KINDS
+    from tests.files import DOCX_TYPE, docx
+
+    invoice = pdf(INVOICE, "Thank you for your business.")
+    good = [
+        ("invoice.pdf", invoice, "application/pdf"),
+        ("letter.docx", docx("Dear customer, your order has shipped."), DOCX_TYPE),
+        ("lease.txt", LEASE.encode(), "text/plain"),
+    ]
+    bad = [
+        (f"bad-{i}", make(), declared, code) for i, (_, make, declared, code, _) in enumerate(KINDS)
+    ]
+    parts = [*good[:2], *[(n, d, t) for n, d, t, _ in bad], *good[2:]]
+    resp = api.post("/v1/jobs", files=[("files", p) for p in parts])
+    assert resp.status_code == 202, resp.text
+    answer = resp.json()
+    at_upload = {f["id"]: f["error_code"] for f in answer["failed"]}
+    assert at_upload == {n: code for (n, _, _, code), k in zip(bad, KINDS, strict=True) if k[4]}
+    job, _ = wait_until_final(api, answer["id"], timeout=300)
+    assert job["status"] == "succeeded", job
+    n = len(parts)
+    assert job["progress"] == {"documents_done": n, "documents_failed": len(bad)}
+    results = {r["id"]: r for r in all_results(api, job["id"])}
+    assert list(results) == [p[0] for p in parts]
+    assert {k: r["error_code"] for k, r in results.items() if k.startswith("bad-")} == {
+        name: code for name, _, _, code in bad
+    }
+    assert all(results[k]["error"] for k in results if k.startswith("bad-"))
+    assert all("label" in results[k] for k in ("invoice.pdf", "letter.docx", "lease.txt"))
+    store = JobStore.from_url(redis_url, shard_size=8, ttl_s=3600)
+    assert store.answers(job["id"]) == dict.fromkeys(range(n), 1)

@@ -145,7 +145,11 @@ def fail_shard(
         documents = ctx.store.load_shard(job, n)
     except NotFound:  # the job is gone, or the shard is done and its documents dropped
         return None
-    results = [(d.index, {"id": d.id, "error": error}) for d in documents]
+    # a document that failed before (a bad file) keeps its own error and code
+    results = [
+        (d.index, result(d, None) if d.error_code else {"id": d.id, "error": error})
+        for d in documents
+    ]
     done = ctx.store.finish_shard(job_id, n, results, drop_documents=not keep_documents)
     if done.written:
         metrics.DOCUMENTS.labels(job.model, "failed").inc(len(results))

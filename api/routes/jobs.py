@@ -19,7 +19,7 @@ from api.uploads import NDJSON, parse_upload
 from docq import webhooks
 from docq.errors import QueueUnavailable, ValidationError
 from docq.metrics import JOBS_FINISHED
-from docq.schemas import JobCreated, JobPublic, ResultsPage
+from docq.schemas import JobCreated, JobPublic, OnInvalid, ResultsPage
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ UPLOAD_BODY = {
     response_model=JobCreated,
     openapi_extra={"requestBody": UPLOAD_BODY},
     # A replay of an Idempotency-Key answers 200 with the job it made; the rest are refusals.
-    responses={200: {"model": JobCreated}, **errors.responses(400, 409, 413, 415, 429)},
+    responses={200: {"model": JobCreated}, **errors.responses(400, 409, 413, 415, 422, 429)},
 )
 async def create_job(
     request: Request,
@@ -85,6 +85,14 @@ async def create_job(
     deps: Deps,
     tenant: Tenant,
     idempotency_key: IdempotencyKey = None,
+    on_invalid: Annotated[
+        OnInvalid,
+        Query(
+            description="`accept` (default): a bad file is accepted as a failed document "
+            "(listed in `failed`, its result carries `error_code`) and the rest runs. "
+            "`reject`: all or nothing, one 422 (`invalid_documents`) lists every bad file."
+        ),
+    ] = OnInvalid.ACCEPT,
 ) -> JobCreated:
     """Accept a bulk upload: validate everything, store it in shards, enqueue, answer at once.
 
@@ -93,15 +101,23 @@ async def create_job(
     name) and `model`, `webhook_url`, `webhook_secret` fields. A document is text
     (`{"id", "text"}`) or a file: a multipart part, or `{"id", "content": <base64>,
     "content_type"}`. Files may be PDF, PNG, JPEG, TIFF, DOCX, HTML or plain text, judged
-    from their bytes: a declared type the bytes contradict is 422 (content_type_mismatch),
-    a type docq does not read 415, a file over `max_file_bytes` 413. Files are read into
-    text by the extract workers; each result says `pages`, `extraction` (text, ocr, mixed)
-    and `chars`, and an unreadable file is that document's `error` (with `error_code`).
+    from their bytes.
+
+    What is wrong with the request refuses it whole, nothing created: a malformed body, a
+    body or document count over the limits, an unknown model, a missing or duplicate id, a
+    bad webhook, the tenant's quota. What is wrong with one file (a type docq does not read,
+    bytes that are not the declared type, empty, not UTF-8, over `max_file_bytes`) makes it
+    a failed document: the answer counts it in `documents_failed` and lists it in `failed`,
+    its result carries `error` and `error_code`, and the rest of the upload runs; files
+    read later that prove encrypted, truncated, a bomb or over a page or pixel limit fail
+    the same way, with codes of the same vocabulary. `?on_invalid=reject` asks for all or
+    nothing instead. Files are read into text by the extract workers; each result says
+    `pages`, `extraction` (text, ocr, mixed) and `chars`.
     """
     with UPLOAD_SECONDS.time():
         upload = await parse_upload(request, deps.settings)
         submitted = await run_in_threadpool(
-            submissions.submit, deps, tenant, upload, idempotency_key
+            submissions.submit, deps, tenant, upload, idempotency_key, on_invalid
         )
     if submitted.replayed:
         response.status_code = 200

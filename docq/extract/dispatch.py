@@ -40,7 +40,7 @@ def _extract(data: bytes, content_type: str, limits: Limits, deadline: float) ->
         from docq.extract.text import extract_html, extract_text
 
         if found is None:  # binary, or not UTF-8: text that is not text
-            raise ExtractionFailed("unreadable", _mismatch(content_type, found))
+            raise ExtractionFailed("not_utf8", _mismatch(content_type, found))
         if found not in (TEXT, HTML):  # a PDF or an image sent as text
             raise ExtractionFailed("type_mismatch", _mismatch(content_type, found))
         return extract_text(data, limits) if content_type == TEXT else extract_html(data, limits)

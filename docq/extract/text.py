@@ -28,14 +28,14 @@ _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 
 
 def decode(data: bytes) -> str:
-    """The bytes as UTF-8 text (a BOM dropped), or "unreadable"."""
+    """The bytes as UTF-8 text (a BOM dropped), or "not_utf8"."""
     if b"\x00" in data:
-        raise ExtractionFailed("unreadable", "the text holds NUL bytes: not a text file")
+        raise ExtractionFailed("not_utf8", "the text holds NUL bytes: not a text file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ExtractionFailed(
-            "unreadable", f"the text is not UTF-8 (byte {exc.start}: {exc.reason})"
+            "not_utf8", f"the text is not UTF-8 (byte {exc.start}: {exc.reason})"
         ) from None
 
 

@@ -30,13 +30,16 @@ PENDING, READ, FAILED = "pending", "read", "failed"
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One uploaded document: its text, or (a file) its bytes and sniffed content type."""
+    """One uploaded document: its text, or (a file) its bytes and sniffed content type, or
+    (a document the API found bad) why it failed: stored failed, with no bytes."""
 
     id: str
     text: str
     content_type: str | None = None  # set for a file; its bytes are `content`
     # a file's bytes, or where they are already (streamed into the blob store at upload)
     content: bytes | BlobRef | None = None
+    error: str | None = None  # set with error_code: failed at upload (api/files.py)
+    error_code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,9 @@ _pool_lock = threading.Lock()
 
 
 def _entry(d: Document) -> list[Any]:
+    if d.error_code is not None:  # answered by the worker exactly as a file that failed reading
+        meta = {"type": d.content_type or "text/plain", "state": FAILED}
+        return [d.id, None, {**meta, "error": d.error, "code": d.error_code}]
     if d.content_type is None:
         return [d.id, d.text]
     return [d.id, None, {"type": d.content_type, "state": PENDING}]

@@ -10,6 +10,7 @@ until the second write nothing lists the job and everything of it expires on its
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import time
@@ -34,6 +35,15 @@ log = logging.getLogger(__name__)
 # longer than storing the largest upload takes (seconds), and short enough that an API
 # process dying in between leaves nothing for long.
 OPENING_TTL_S = 600
+
+
+def failures(documents: Sequence[Document]) -> list[dict[str, Any]]:
+    """`{document, id, error_code, message}` of each document failed at upload."""
+    return [
+        {"document": i, "id": d.id, "error_code": d.error_code, "message": d.error}
+        for i, d in enumerate(documents)
+        if d.error_code is not None
+    ]
 
 
 class Creating:
@@ -76,6 +86,8 @@ class Creating:
         with self.r.pipeline(transaction=True) as p:
             self._write_shards(p, job_id, documents, 0, self.ttl_s)
             self.files.store_in(p, job_id, documents, ttl_s=self.ttl_s)
+            if failed := failures(documents):
+                p.set(keys.invalid(job_id), json.dumps(failed), ex=self.ttl_s)
             p.hset(keys.job(job_id), mapping=record)
             p.expire(keys.job(job_id), self.ttl_s)
             self._list_in(p, job_id, tenant, webhook, idempotency, float(record["created_at"]))
@@ -83,6 +95,11 @@ class Creating:
         if idempotency is not None and not replies[-1]:
             log.warning("job %s: its Idempotency-Key claim was lost before it was bound", job_id)
         return self.get_job(job_id)
+
+    def invalid_documents(self, job_id: str) -> list[dict[str, Any]]:
+        """The documents of the job that the API accepted as failed (upload order)."""
+        raw = self.r.get(keys.invalid(job_id))
+        return json.loads(raw) if raw else []
 
     def open_job(
         self,
@@ -169,7 +186,8 @@ class Creating:
             "created_at": repr(time.time()),
             "lane": "priority" if priority else "bulk",
             "tenant": tenant,
-            "files": sum(1 for d in documents if d.content_type is not None),
+            # files to read first; a document failed at upload has none (its shard says why)
+            "files": sum(1 for d in documents if d.content is not None),
         }
 
     def _write_shards(
@@ -240,6 +258,7 @@ class Creating:
                 keys.webhook(job_id),
                 keys.webhook_attempts(job_id),
                 keys.missing(job_id),
+                keys.invalid(job_id),
                 *(keys.shard(job_id, n) for n in range(shards)),
                 *(keys.file(job_id, i) for i in files),
             )

@@ -130,3 +130,35 @@ def test_cli_over_http_with_a_key_from_the_environment(
     ]
     no_key = CliRunner().invoke(app, ["models", "--url", api_url], env={"DOCQ_API_KEY": ""})
     assert no_key.exit_code == ExitCode.UNAUTHORIZED
+
+
+def test_submit_prints_the_documents_accepted_as_failed_and_reject_lists_them_all(
+    through_api: None, worker: object, extract_worker: object, tmp_path: Path
+) -> None:
+    from tests.files import INVOICE, pdf
+
+    (tmp_path / "invoice.pdf").write_bytes(pdf(INVOICE))
+    (tmp_path / "empty.pdf").write_bytes(b"")
+    (tmp_path / "latin1.txt").write_bytes("caf\u00e9 cr\u00e8me".encode("latin-1"))
+    (tmp_path / "lease.txt").write_text("Lease agreement for the flat at 3 Elm Road")
+    paths = [str(p) for p in sorted(tmp_path.iterdir())]
+
+    refused = CliRunner().invoke(app, ["submit", *paths, "--on-invalid", "reject"])
+    assert refused.exit_code == ExitCode.REFUSED, refused.output
+    assert "2 document(s) invalid (nothing was created)" in refused.stderr
+    assert "invalid_documents" in refused.stderr
+
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(app, ["submit", *paths, "--wait", "--poll", "0.2", "-o", str(out)])
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "2 document(s) accepted as failed:" in result.stderr
+    assert "  empty.pdf: empty: the file is empty (0 bytes)" in result.stderr
+    assert "  latin1.txt: not_utf8: " in result.stderr
+    results = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert {k: r.get("error_code") for k, r in results.items()} == {
+        "empty.pdf": "empty",
+        "invoice.pdf": None,
+        "latin1.txt": "not_utf8",
+        "lease.txt": None,
+    }
+    assert "label" in results["invoice.pdf"] and "label" in results["lease.txt"]

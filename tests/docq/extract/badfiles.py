@@ -197,8 +197,8 @@ CATALOGUE: list[BadFile] = [
     BadFile("docx without document.xml", lambda: _zip({"[Content_Types].xml": _WORD_TYPES}), DOCX, "unreadable"),
     BadFile("docx of empty paragraphs", lambda: samples.word(["", "   "]), DOCX, "no_text"),
     # text and HTML
-    BadFile("text that is Latin-1, not UTF-8", lambda: "caf\u00e9 cr\u00e8me".encode("latin-1"), TEXT, "unreadable"),
-    BadFile("text with NUL bytes", lambda: b"name\x00value", TEXT, "unreadable"),
+    BadFile("text that is Latin-1, not UTF-8", lambda: "caf\u00e9 cr\u00e8me".encode("latin-1"), TEXT, "not_utf8"),
+    BadFile("text with NUL bytes", lambda: b"name\x00value", TEXT, "not_utf8"),
     BadFile("text claimed, bytes are a PDF", lambda: _HONEST_PDF, TEXT, "type_mismatch"),
     BadFile("text of only whitespace", lambda: b" \n\t\r\n ", TEXT, "no_text"),
     BadFile("text larger than the limit", lambda: b"a" * (9 << 20), TEXT, "too_large"),

@@ -20,10 +20,10 @@ def test_a_content_type_with_parameters_is_read() -> None:
     assert extract(b"hi", "text/plain; charset=utf-8", LIMITS).text == "hi"
 
 
-def test_text_that_is_not_utf8_is_unreadable() -> None:
+def test_text_that_is_not_utf8_is_not_utf8_as_at_upload() -> None:
     with pytest.raises(ExtractionFailed) as caught:
         extract(b"caf\xe9 cr\xe8me", "text/plain", LIMITS)
-    assert caught.value.code == "unreadable"
+    assert caught.value.code == "not_utf8"
 
 
 def test_blank_text_is_no_text() -> None:
