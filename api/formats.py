@@ -1,7 +1,8 @@
 """The three body formats of an upload, decoded into the raw upload dict that
 api/uploads.py validates: JSON, NDJSON and multipart. Each stops at the document cap while
 it parses, so a body of millions of tiny documents is refused before it is held whole.
-A multipart file is judged by api/files.py as it is read (text, or a file to extract).
+A multipart file is judged by api/files.py as it is read (text, or a file to extract), and
+streamed into the blob store when it is a PDF or an image (api/streaming.py).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from starlette.datastructures import Headers, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from api.files import as_upload, declared_type, file_document, oversize, text_cap
+from api.streaming import BlobSpool, Spools
 from docq.config import Settings
 from docq.errors import MalformedBody, PayloadTooLarge, ValidationError
 from docq.extract.base import TEXT
+from docq.schemas import FileDocumentIn
 
 
 def too_many(limit: int, seen: int | None = None) -> PayloadTooLarge:
@@ -89,11 +92,15 @@ class CappedParser(MultiPartParser):
     (its size is counted as it streams, not after it was spooled): `text_bytes` for a part
     declared as text, `file_bytes` for one declared as another type, the larger of the two
     for one that declares nothing (its bytes tell once it is whole, api/files.py). A file
-    over its cap is a failed document (`oversize` holds its cap), not the upload's refusal."""
+    over its cap is a failed document (`oversize` holds its cap), not the upload's refusal.
+    Each file part is written to a spool of `spools`, not a temporary file (api/streaming.py)."""
 
-    def __init__(self, *args: Any, text_bytes: int, file_bytes: int, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, text_bytes: int, file_bytes: int, spools: Spools, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.text_bytes, self.file_bytes = text_bytes, file_bytes
+        self.spools = spools
         self._file_bytes = 0
         self._cap = 0
         self.oversize: dict[int, int] = {}  # id() of an UploadFile over its cap -> the cap
@@ -106,6 +113,10 @@ class CappedParser(MultiPartParser):
         super().on_headers_finished()
         file = self._current_part.file
         if file is not None:
+            file.file.close()  # the empty temporary file starlette made: a spool instead
+            spool = self.spools.new(self._current_files)
+            file.file = spool  # type: ignore[assignment]
+            self._files_to_close_on_error.append(spool)  # type: ignore[arg-type]
             declared = declared_type(file.content_type)
             self._cap = {None: max(self.text_bytes, self.file_bytes), TEXT: self.text_bytes}.get(
                 declared, self.file_bytes
@@ -124,9 +135,12 @@ class CappedParser(MultiPartParser):
 async def _document(item: UploadFile, settings: Settings, cap: int | None) -> Any:
     """One file part as a raw document: `{"id", "text"}` for text (as before files), a
     FileDocumentIn carrying its bytes for a file, or its failure (`cap`: it was over it)."""
-    raw = await item.read()
+    raw = await item.read()  # a part held whole, or the first bytes of one streamed
     doc_id = item.filename or ""
     declared = declared_type(item.content_type)
+    assert isinstance(item.file, BlobSpool)
+    if item.file.ref is not None and item.file.size > settings.max_file_bytes:
+        cap = settings.max_file_bytes  # streamed (a PDF or an image) with a text part's cap
     if cap is not None:
         return as_upload(oversize(doc_id, declared, cap), raw)
     doc = file_document(
@@ -139,14 +153,18 @@ async def _document(item: UploadFile, settings: Settings, cap: int | None) -> An
     )
     if doc.error_code is None and doc.content is None:
         return {"id": item.filename, "text": doc.text}  # validated as text uploads always were
-    return as_upload(doc, raw)
+    upload = as_upload(doc, raw)
+    if doc.error_code is None and isinstance(upload, FileDocumentIn) and item.file.ref is not None:
+        upload._data = item.file.ref  # streamed into the blob store (api/streaming.py)
+    return upload
 
 
 async def parse_multipart(
-    headers: Headers, stream: AsyncIterator[bytes], settings: Settings
+    headers: Headers, stream: AsyncIterator[bytes], settings: Settings, spools: Spools
 ) -> dict[str, Any]:
     """Files in `files` (id = file name: text files, PDFs, scans, DOCX, HTML), `model` and
-    the webhook form fields; files are counted and capped as they stream."""
+    the webhook form fields; files are counted and capped as they stream, PDFs and images
+    into the blob store (`spools`)."""
     cap = settings.max_documents_per_job
     text_bytes = text_cap(settings.max_document_chars)
     parser = CappedParser(
@@ -156,10 +174,8 @@ async def parse_multipart(
         max_fields=16,
         text_bytes=text_bytes,
         file_bytes=settings.max_file_bytes,
+        spools=spools,
     )
-    # Every file is read whole into memory to be stored (max_upload_bytes bounds them all):
-    # spooling a part to disk first would only write it twice.
-    parser.spool_max_size = max(text_bytes, settings.max_file_bytes)
     try:
         form = await parser.parse()
     except MultiPartException as exc:

@@ -8,7 +8,6 @@ leaves nothing behind when a step fails. Routes parse and answer.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from prometheus_client import Counter
 
 from api.deps import Resources
 from docq import webhook_guard
+from docq.blobs import digest
 from docq.config import Settings
 from docq.errors import (
     Conflict,
@@ -143,7 +143,7 @@ def _fingerprinted(doc: Document) -> tuple[str, str]:
         return doc.id, f"\x00{doc.content_type} {doc.error_code} {doc.error}"
     if doc.content is None:
         return doc.id, doc.text
-    return doc.id, f"\x00{doc.content_type} {hashlib.sha256(doc.content).hexdigest()}"
+    return doc.id, f"\x00{doc.content_type} {digest(doc.content)}"
 
 
 def _webhook_target(upload: JobCreate, settings: Settings) -> WebhookTarget | None:

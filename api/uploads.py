@@ -15,9 +15,13 @@ Errors name the document (position and id) and the field, so a client can fix it
 
 Every limit is enforced while the body streams in, before it is held: the byte count on
 the stream (whatever Content-Length says), each multipart file's size, the number of
-files, and the number of documents (parsing stops at the cap). Decoding and validating run
-in a worker thread, at most `max_parsing_uploads` at once per process (one more gets 429),
-so a large upload never stalls the event loop (`/healthz` keeps answering).
+files, and the number of documents (parsing stops at the cap). A multipart upload's PDFs
+and images stream into the blob store as they arrive (api/streaming.py): its cap is
+`max_stored_upload_bytes`, a bound of the store, and what it holds in memory (text, HTML,
+DOCX parts) stays within `max_upload_bytes`; a refused upload's blobs are deleted.
+Decoding and validating run in a worker thread, at most `max_parsing_uploads` at once per
+process (one more gets 429), so a large upload never stalls the event loop (`/healthz`
+keeps answering).
 """
 
 from __future__ import annotations
@@ -31,8 +35,11 @@ from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from prometheus_client import Gauge
 
+from api.deps import get_resources
 from api.files import resolve, text_cap
 from api.formats import parse_json, parse_multipart, parse_ndjson, too_many, webhook_fields
+from api.streaming import Spools
+from docq.blobs import BlobRef
 from docq.config import Settings
 from docq.errors import (
     Overloaded,
@@ -228,6 +235,29 @@ def _decode_ndjson(body: bytes, query: Any, settings: Settings) -> JobCreate:
     return validate(raw, settings)
 
 
+async def _parse_multipart(request: Request, settings: Settings) -> JobCreate:
+    """A multipart upload, its PDFs and images streamed into the blob store; the blobs of
+    one refused (or of parts that are no document) are deleted before it answers."""
+    blobs = get_resources(request).store.files.blobs
+    if blobs is None:
+        raise RuntimeError("the API's job store has no blob store (docq.blobs)")
+    spools = Spools(blobs, settings.max_upload_bytes)
+    stream = _stream(request, settings.max_stored_upload_bytes)
+    try:
+        raw = await parse_multipart(request.headers, stream, settings, spools)
+        job = await _off_loop(validate, raw, settings)
+    except BaseException:
+        await _off_loop(spools.discard)
+        raise
+    used = [
+        d.data
+        for d in job.documents
+        if isinstance(d, FileDocumentIn) and isinstance(d.data, BlobRef)
+    ]
+    await _off_loop(spools.discard, used)
+    return job
+
+
 async def parse_upload(request: Request, settings: Settings) -> JobCreate:
     """Decode and validate an upload whatever its format; raises ValidationError on bad input
     (Overloaded when this process is already parsing as many uploads as it may)."""
@@ -248,10 +278,7 @@ async def parse_upload(request: Request, settings: Settings) -> JobCreate:
     slots.take()
     try:
         if ctype == MULTIPART:
-            raw = await parse_multipart(
-                request.headers, _stream(request, settings.max_upload_bytes), settings
-            )
-            return await _off_loop(validate, raw, settings)
+            return await _parse_multipart(request, settings)
         body = await read_body(request, settings.max_upload_bytes)
         if ctype == JSON:
             return await _off_loop(_decode_json, body, request.query_params.get("model"), settings)

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from docq.config_blobs import Blobs
 from docq.config_extract import Extraction
 from docq.config_fields import (
     REPO_ROOT,
@@ -47,6 +48,7 @@ class Settings(  # one base per area
     Webhooks,
     Extraction,
     Files,
+    Blobs,
 ):
     """docq settings; validated once at process start (fields: config_fields.py)."""
 

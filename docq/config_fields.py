@@ -72,7 +72,9 @@ class Api(BaseModel):
     api_port: int = Field(8080, description="API port (Triton owns 8000-8002, Flower 5555).")
     max_upload_bytes: int = Field(
         256 * 1024 * 1024,
-        description="Largest request body. Larger uploads get 413 instead of filling memory.",
+        description="Largest JSON or NDJSON body, and the most of a multipart upload the API "
+        "holds in memory (its text, HTML and DOCX parts: PDFs and images stream to the blob "
+        "store, max_stored_upload_bytes). Larger gets 413 instead of filling memory.",
     )
     max_documents_per_job: int = Field(
         100_000, description="Most documents in one job; more gets 413 (split the upload)."

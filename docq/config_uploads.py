@@ -18,9 +18,10 @@ class Files(BaseModel):
         ge=1,
         description="Largest uploaded file (a multipart part, or the decoded base64 "
         "`content` of a JSON document), counted as it streams: more gets 413. The bytes wait "
-        "in Redis until an extract worker reads them, so this times the files queued is the "
-        "store memory files can take (max_upload_bytes caps one upload as a whole). A text "
-        "file keeps its own cap, 4 bytes per character of max_document_chars.",
+        "in the blob store (DOCQ_BLOB_URL) until an extract worker reads them, Redis holding "
+        "a reference; a DOCX or HTML part is held in the API's memory while its upload is "
+        "parsed (max_upload_bytes), a PDF or image is not. A text file keeps its own cap, 4 "
+        "bytes per character of max_document_chars.",
     )
     read_files_at_once: int = Field(
         4,

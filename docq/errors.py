@@ -23,6 +23,7 @@
           ├── StoreUnavailable       Redis unreachable
           │    ├── StoreFull          Redis at maxmemory: it refuses writes, reads still work
           │    └── NotReplicated      no replica confirmed a write in time (Redis WAIT)
+          ├── BlobStoreUnavailable   the blob store of file bytes (a directory, S3) failed
           ├── QueueUnavailable       the broker did not take a job's tasks
           └── Overloaded             the API is parsing all the uploads it may (429)
 
@@ -154,6 +155,7 @@ DOCUMENT_CODES = frozenset(
         "timeout",  # reading it took longer than DOCQ_EXTRACT_TIMEOUT_S
         "unsupported_type",  # a content type docq does not read
         "ocr_unavailable",  # it needs OCR and Tesseract is not installed here
+        "missing",  # its bytes are gone from the blob store (docq.blobs) before it was read
     }
 )
 
@@ -209,6 +211,13 @@ class StoreUnavailable(RetryableError):
     """Redis could not be reached."""
 
     code = "store_unavailable"
+
+
+class BlobStoreUnavailable(RetryableError):
+    """The blob store that holds uploaded files' bytes (docq.blobs: a directory or an
+    S3-compatible object store) failed to write, read or list: unreachable, refusing, full."""
+
+    code = "blob_store_unavailable"
 
 
 class StoreFull(StoreUnavailable):

@@ -21,9 +21,24 @@ def shard(job_id: str, n: int) -> str:
 
 
 def file(job_id: str, index: int) -> str:
-    """String: the raw bytes of the uploaded file of document `index` (upload order), until
-    the extract worker has read it into its shard (store/codec.py); then deleted."""
+    """String: the reference (docq.blobs.BlobRef: name, size, SHA-256) of the blob holding
+    the uploaded file of document `index` (upload order), until the extract worker has read
+    it into its shard (store/codec.py); then deleted, and the blob after it."""
     return f"{PREFIX}:job:{{{job_id}}}:file:{index}"
+
+
+def file_blobs(upload: str) -> str:
+    """Hash: blob part (docq.blobs: blob `<upload>/<part>`) -> `job_id index`, the file key
+    (keys.file) that refers to it, so the orphan sweep can tell a blob still referred to
+    from one no job refers to (workers/orphans.py). Written with the job, expires with it.
+    Not under a job's hash tag: the blob's name, not a job, is what the sweep starts from."""
+    return f"{PREFIX}:upload:{upload}:blobs"
+
+
+def blob_sweep() -> str:
+    """String: held (SET NX, expiring) by the worker sweeping orphaned blobs this interval,
+    so that one worker of the fleet lists the blob store at a time."""
+    return f"{PREFIX}:blobs:sweep"
 
 
 def invalid(job_id: str) -> str:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag
 
+from docq.blobs.base import BlobRef
 from docq.jobs import Attempt, DeliveryState, EventType, JobRecord, JobStatus, WebhookRecord
 
 # --- in --------------------------------------------------------------------------
@@ -40,14 +41,14 @@ class FileDocumentIn(BaseModel):
         description="application/pdf, image/png, image/jpeg, image/tiff, application/vnd."
         "openxmlformats-officedocument.wordprocessingml.document, text/html or text/plain.",
     )
-    # The file's bytes once the API has decoded and checked them (api/files.py), or why the
-    # file is bad (`code`, `message`: the document is accepted as failed); never part of
-    # the schema.
-    _data: bytes | None = PrivateAttr(None)
+    # The file's bytes once the API has decoded and checked them (api/files.py), or the
+    # blob a multipart file streamed into (api/streaming.py), or why the file is bad
+    # (`code`, `message`: the document is accepted as failed); never part of the schema.
+    _data: bytes | BlobRef | None = PrivateAttr(None)
     _failure: tuple[str, str] | None = PrivateAttr(None)
 
     @property
-    def data(self) -> bytes | None:
+    def data(self) -> bytes | BlobRef | None:
         return self._data
 
     @property

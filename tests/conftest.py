@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from devstack.services import REPO, celery_worker, redis_server, triton_server
+from docq.blobs import DirectoryStore
 from docq.config import Settings
 from docq.store import JobStore, connection
 from docq.store.tenants import Tenants
@@ -41,7 +42,7 @@ def triton_url(service_dir: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def settings(redis_url: str, triton_url: str) -> Settings:
+def settings(redis_url: str, triton_url: str, service_dir: Path) -> Settings:
     # Small shards so that a 50-document upload spreads over several tasks, and a small
     # head so that every upload of more than 16 text documents is stored in two writes
     # (api/submissions.py), the path large uploads take, under every e2e and fault test.
@@ -49,6 +50,7 @@ def settings(redis_url: str, triton_url: str) -> Settings:
         redis_url=redis_url,
         triton_grpc_url=triton_url,
         model_repository=MODEL_REPOSITORY,
+        blob_url=(service_dir / "blobs").as_uri(),
         shard_size=8,
         accept_head_shards=2,
         task_retry_backoff_s=1,
@@ -151,8 +153,9 @@ def fault_free_labels(api: TestClient, worker: object) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def store(redis_url: str) -> JobStore:
-    return JobStore.from_url(redis_url, shard_size=4, ttl_s=3600)
+def store(redis_url: str, tmp_path: Path) -> JobStore:
+    blobs = DirectoryStore(tmp_path / "blobs")
+    return JobStore.from_url(redis_url, shard_size=4, ttl_s=3600, blobs=blobs)
 
 
 # --- models and model control (issue 5) ----------------------------------------------

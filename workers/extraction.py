@@ -4,8 +4,13 @@ Runs before classification, in the extract workers (docq/queue.py EXTRACT_QUEUE)
 pending file of the shard is read by `docq.extract.extract_isolated` (a child process per
 file, with the per-document limits: pages, pixels, decompressed size, time), several at
 once; the text (or the file's ExtractionFailed: that document's error, never the job's)
-is written back into the shard and the file's bytes deleted, in one transaction
-(store/files.py). Then the task hands the shard to `process_shard`.
+is written back into the shard and the file's reference deleted, in one transaction, then
+its blob (store/files.py). Then the task hands the shard to `process_shard`.
+
+A file's bytes come from the blob store (docq.blobs): a store that fails raises
+BlobStoreUnavailable, which the task retries (Celery's retry, workers/tasks.py) with the
+file still referenced; a blob that is gone while its reference is not fails that document
+(`missing`), never the shard.
 
 Safe to run twice: a shard with no pending file is not read again, and two runs at once
 write the same entries (extraction is deterministic); a run that finds a file already gone
@@ -48,7 +53,10 @@ def read_file(data: bytes, doc: ShardDocument, limits: Limits) -> ShardDocument:
 
 
 def _read(store: JobStore, job_id: str, doc: ShardDocument, limits: Limits) -> ShardDocument | None:
-    data = store.files.load(job_id, doc.index)
+    try:
+        data = store.files.load(job_id, doc.index)
+    except ExtractionFailed as exc:  # its blob is gone: this document's error
+        return dataclasses.replace(doc, state=FAILED, error=exc.message, error_code=exc.code)
     if data is None:  # read by another run meanwhile (or expired with the job)
         return None
     return read_file(data, doc, limits)

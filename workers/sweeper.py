@@ -41,6 +41,7 @@ from docq.errors import DocqError, NotFound, QueueUnavailable, StoreUnavailable
 from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, PRIORITY_QUEUE, enqueue_shards, shard_of
 from docq.store import JobStore, open_store
 from workers.audit import audit
+from workers.orphans import sweep_due
 from workers.redelivery import restore_stalled
 
 log = logging.getLogger(__name__)
@@ -245,6 +246,7 @@ def _sweep_forever(celery: Celery, stop: threading.Event) -> None:
             log.error("sweep failed: %s (%s)", exc.message, exc.detail)
         except Exception:  # a sweeper that died would recover nothing: log it, go on
             log.exception("sweep failed")
+        sweep_due(store, s, time.time())  # blobs no job refers to (workers/orphans.py)
 
 
 @worker_ready.connect

@@ -12,6 +12,7 @@ sentinel.py      the sentinel:// URL: the master that Redis Sentinels name, afte
 lua/             the scripts that make multi-key writes atomic
 """
 
+from docq.blobs import open_blobs
 from docq.config import Settings
 from docq.store import connection
 from docq.store.codec import Document
@@ -33,7 +34,12 @@ __all__ = [
 def open_store(s: Settings) -> JobStore:
     """The job store of a docq process, as the settings say: redis_url (one Redis, or the
     master its Sentinels name), the shard size, the retention, and the replicas an upload
-    must reach before it is answered 202."""
-    store = JobStore(connection.from_settings(s), shard_size=s.shard_size, ttl_s=s.job_ttl_s)
+    must reach before it is answered 202, and the blob store of files' bytes (blob_url)."""
+    store = JobStore(
+        connection.from_settings(s),
+        shard_size=s.shard_size,
+        ttl_s=s.job_ttl_s,
+        blobs=open_blobs(s),
+    )
     store.replication = (s.redis_wait_replicas, s.redis_wait_timeout_ms)
     return store

@@ -2,9 +2,9 @@
 
 - a text document: `[id, text]` (as every shard was before files);
 - a file document: `[id, text or null, meta]`, `meta` = `{"type": content type, "state":
-  "pending" | "read" | "failed", ...}`. While pending, the file's bytes sit in a key of
-  their own (keys.file), raw: PDFs and images are compressed already, and the extract
-  worker reads one file at a time. Once read, the text is in the entry with `pages`,
+  "pending" | "read" | "failed", ...}`. While pending, the file's bytes sit in the blob
+  store, raw (PDFs and images are compressed already), its reference in a key of its own
+  (keys.file, store/files.py). Once read, the text is in the entry with `pages`,
   `extraction` and `chars` (the file's key is deleted in the same write); once failed,
   `error` and `code` (ExtractionFailed's) say why.
 """
@@ -23,6 +23,8 @@ from typing import Any
 import pydantic_core
 import zstandard
 
+from docq.blobs.base import BlobRef
+
 PENDING, READ, FAILED = "pending", "read", "failed"
 
 
@@ -34,7 +36,8 @@ class Document:
     id: str
     text: str
     content_type: str | None = None  # set for a file; its bytes are `content`
-    content: bytes | None = None
+    # a file's bytes, or where they are already (streamed into the blob store at upload)
+    content: bytes | BlobRef | None = None
     error: str | None = None  # set with error_code: failed at upload (api/files.py)
     error_code: str | None = None
 

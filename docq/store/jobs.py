@@ -23,6 +23,7 @@ from typing import Any
 import redis
 
 from docq import keys
+from docq.blobs import BlobStore
 from docq.errors import NotFound, StoreUnavailable
 from docq.jobs import JobRecord, JobStatus
 from docq.store import connection
@@ -69,21 +70,25 @@ class JobStore(Creating):
     audits: the sweeper's) and `files` (uploaded files until they are read) share its
     client."""
 
-    def __init__(self, client: redis.Redis, *, shard_size: int, ttl_s: int) -> None:
+    def __init__(
+        self, client: redis.Redis, *, shard_size: int, ttl_s: int, blobs: BlobStore | None = None
+    ) -> None:
         self.r = client
         self.shard_size = shard_size
         self.ttl_s = ttl_s
         self.deliveries = Deliveries(client)
         self.idempotency = IdempotencyKeys(client)
         self.recovery = Recovery(client, ttl_s=ttl_s)
-        self.files = Files(client)
+        self.files = Files(client, blobs)
         self._complete = connection.script(client, "complete_shard")
         self._running = connection.script(client, "mark_running")
         self._cancel = connection.script(client, "cancel")
 
     @classmethod
-    def from_url(cls, url: str, *, shard_size: int, ttl_s: int) -> JobStore:
-        return cls(connection.connect(url), shard_size=shard_size, ttl_s=ttl_s)
+    def from_url(
+        cls, url: str, *, shard_size: int, ttl_s: int, blobs: BlobStore | None = None
+    ) -> JobStore:
+        return cls(connection.connect(url), shard_size=shard_size, ttl_s=ttl_s, blobs=blobs)
 
     # --- reading ------------------------------------------------------------------
     def get_job(self, job_id: str, *, tenant: str | None = None) -> JobRecord:

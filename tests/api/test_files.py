@@ -11,21 +11,18 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from devstack.services import redis_server
 from docq import keys
 from docq.config import Settings
 from docq.queue import EXTRACT_QUEUE, EXTRACT_SHARD, PRIORITY_QUEUE
 from docq.store import JobStore
 from docq.store.codec import unpack_shard
 from tests.api.conftest import queued, unworked
-from tests.conftest import tenant_headers
 from tests.support.files import DOCX_TYPE, INVOICE, docx, pdf, png
 
 TEXT = "Lease agreement between the landlord and the tenant for the flat at 3 Elm Road"
@@ -238,38 +235,3 @@ def capped(settings: Settings, auth_headers: dict[str, str]) -> Iterator[TestCli
     small = unworked(settings).model_copy(update={"max_file_bytes": 2000})
     with TestClient(create_app(small), headers=auth_headers) as client:
         yield client
-
-
-@pytest.fixture
-def small_store(
-    tmp_path: Path, settings: Settings, auth_headers: dict[str, str]
-) -> Iterator[tuple[TestClient, redis.Redis]]:
-    """An API on a Redis of its own, whose maxmemory leaves 512 KiB free."""
-    from api.main import create_app
-
-    with redis_server(tmp_path / "redis") as url:
-        own = unworked(settings.model_copy(update={"redis_url": url}))
-        with TestClient(create_app(own), headers=tenant_headers(own)) as client:
-            r = redis.Redis.from_url(url)
-            r.config_set("maxmemory-policy", "noeviction")
-            r.config_set("maxmemory", int(r.info("memory")["used_memory"]) + 512 * 1024)
-            yield client, r
-
-
-def test_files_that_would_pass_the_store_s_memory_limit_are_503_and_store_nothing(
-    small_store: tuple[TestClient, redis.Redis],
-) -> None:
-    """The files are written in the job's one transaction: Redis refusing them (its query
-    buffers count against maxmemory) leaves no part of the job behind."""
-    api, r = small_store
-    before = set(r.keys("docq:job:*"))
-    big = bytes(pdf(INVOICE)) + b"%" + b"x" * (1024 * 1024)  # a 1 MB PDF (trailing junk)
-    files = [("small.pdf", pdf(INVOICE), "application/pdf"), ("big.pdf", big, "application/pdf")]
-    resp = api.post("/v1/jobs", files=[("files", f) for f in files])
-    assert resp.status_code == 503, resp.text
-    assert resp.json()["error"]["code"] == "store_full"
-    assert resp.headers["retry-after"] == "30"
-    assert set(r.keys("docq:job:*")) == before
-    r.config_set("maxmemory", 0)  # an operator gives it room: files are taken again
-    small = api.post("/v1/jobs", files=[("files", ("small.pdf", pdf(INVOICE), "application/pdf"))])
-    assert small.status_code == 202, small.text

@@ -4,10 +4,11 @@ The extract pool reads files in Celery's thread pool, so a kill takes the proces
 shards it was reading. Their messages stay unacknowledged until the visibility timeout (left
 at its hour here, so it cannot be what recovers them): the shard's lease stops being renewed
 and a sweeper (a thread in every shard worker, the bulk worker's here too) brings the shard
-back to the extract queue; the file bytes are still in Redis, since they are only deleted in
-the write that stores their text. A queued extract message is also lost outright (as a
-kill in BRPOP's instant loses one): the audits find its shard in no queue and enqueue it
-again. Answered once is counted by the job store's ledger.
+back to the extract queue; the files are still referenced in Redis and their blobs in the
+blob store, since a reference is only deleted in the write that stores its text (and the
+blob after it). In the end no blob is left in the store. A queued extract message is also
+lost outright (as a kill in BRPOP's instant loses one): the audits find its shard in no
+queue and enqueue it again. Answered once is counted by the job store's ledger.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from devstack.services import celery_worker, redis_server
+from devstack.services import celery_worker, redis_server, wait_for
 from docq.config import Settings
 from docq.queue import EXTRACT_QUEUE
 from docq.store import JobStore
@@ -48,6 +49,9 @@ def crash_settings(tmp_path: Path, settings: Settings) -> Iterator[Settings]:
                 "shard_lease_s": 4.0,
                 "sweep_interval_s": 1.0,
                 "audit_interval_s": 2.0,
+                "blob_url": (tmp_path / "blobs").as_uri(),
+                "blob_orphan_grace_s": 10.0,  # longer than storing the upload takes
+                "blob_sweep_interval_s": 1.0,
             }
         )
 
@@ -112,3 +116,5 @@ def test_an_extract_worker_killed_mid_shard_loses_no_file_and_answers_once(
         assert "were in no queue, unacknowledged message or lease" in logs  # the audits'
         assert store.recovery.held() == {}
         assert all(store.files.load(created["id"], i) is None for i in range(FILES))
+        blobs = tmp_path / "blobs"
+        wait_for(lambda: not any(p.is_file() for p in blobs.rglob("*")), 60, "no blob left")

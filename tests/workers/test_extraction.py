@@ -4,10 +4,13 @@ that changes nothing. docq.extract itself is tested in tests/docq/extract."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from docq import keys
-from docq.errors import NotFound
+from docq.blobs import DirectoryStore
+from docq.errors import BlobStoreUnavailable, NotFound
 from docq.extract import Limits
 from docq.jobs import JobStatus
 from docq.store import Document, JobStore
@@ -85,3 +88,39 @@ def test_a_cancelled_job_or_a_done_shard_is_not_read(store: JobStore) -> None:
     done = upload(store)
     store.finish_shard(done, 0, [(i, {"id": "x", "error": "e"}) for i in range(4)])
     assert extract_shard(store, done, 0, limits=Limits(), parallel=2) is None
+
+
+def blob_names(store: JobStore) -> list[str]:
+    assert isinstance(store.files.blobs, DirectoryStore)
+    root = store.files.blobs.root
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_a_read_file_s_blob_is_deleted_after_its_text_is_stored(store: JobStore) -> None:
+    job_id = upload(store)
+    assert blob_names(store) == [f"{job_id}/{i}" for i in (0, 1, 3, 4)]
+    extract_shard(store, job_id, 0, limits=Limits(), parallel=2)
+    assert blob_names(store) == [f"{job_id}/4"], "shard 0's blobs stay after its text is stored"
+
+
+def test_a_blob_gone_while_referenced_fails_that_document_only(store: JobStore) -> None:
+    job_id = upload(store)
+    assert store.files.blobs is not None
+    store.files.blobs.delete([f"{job_id}/3"])  # the HTML file's bytes lost, its key kept
+    extract_shard(store, job_id, 0, limits=Limits(), parallel=2)
+    docs = {d.id: d for d in store.load_shard(store.get_job(job_id), 0)}
+    assert docs["d.html"].state == "failed" and docs["d.html"].error_code == "missing"
+    assert docs["a.pdf"].state == "read" and INVOICE.split()[0] in docs["a.pdf"].text
+
+
+def test_a_failing_blob_store_is_retryable_and_changes_nothing(
+    store: JobStore, tmp_path: Path
+) -> None:
+    job_id = upload(store)
+    before = store.r.get(keys.shard(job_id, 0))
+    (tmp_path / "a-file").write_bytes(b"")
+    store.files.blobs = DirectoryStore(tmp_path / "a-file" / "blobs")  # unreadable now
+    with pytest.raises(BlobStoreUnavailable):  # retryable: the task's retry runs it again
+        extract_shard(store, job_id, 0, limits=Limits(), parallel=2)
+    assert store.r.get(keys.shard(job_id, 0)) == before
+    assert all(store.r.exists(keys.file(job_id, i)) for i in (0, 1, 3))
