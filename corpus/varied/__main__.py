@@ -1,0 +1,3 @@
+from corpus.varied import main
+
+main()
