@@ -11,7 +11,7 @@ model_repository/<model>/1/model.onnx through ONNX Runtime on the CPU. doc-type 
 measured on the set's doc-type documents, doc-lang on its doc-lang documents.
 
     python -m bench.accuracy_blind --model doc-type --forms text,pdf,docx,scan \\
-        --walkthrough --out bench/eval-blind-doc-type-cpu-2026-12-05.json
+        --walkthrough --out bench/runs/eval-blind-doc-type-cpu-2026-12-05.json
 
 Extraction (OCR above all: about a core-second a page) is the slow part and needs no
 model: `--reads-out FILE` stops after it, on a machine with more cores, and `--reads FILE`

@@ -10,7 +10,7 @@ died, and extract children (docq.extract.isolation) started past the pool's firs
 (one that a bad file kills is replaced). The stack is bench/stack.py's (devstack/'s
 processes on free ports, with the extract worker). Raw figures go to `--out` as JSON.
 
-    python -m bench.bad_files --out bench/bad-files-cpu-2026-12-05.json
+    python -m bench.bad_files --out bench/runs/bad-files-run2-cpu-2026-12-05.json
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def main() -> None:
             console.print(f"the stack did not start ({exc}); starting it again")
     summary = report(files, raw)
     day = dt.datetime.now(dt.UTC).date().isoformat()
-    out = args.out or Path(f"bench/bad-files-cpu-{day}.json")
+    out = args.out or Path(f"bench/runs/bad-files-cpu-{day}.json")
     record = {
         "command": f"python -m bench.bad_files --out {out}",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -13,7 +13,7 @@ from devstack/, a directory blob store); no worker runs, so every file stays que
    held whole on either side), and the RSS of the same process before it.
 
     python -m bench.blob_store --scans 300 --sizes-mb 256,1024,2048 \\
-        --out bench/blob-store-2026-12-05-cpu2.json
+        --out bench/runs/blob-store-cpu-2026-12-05.json
 """
 
 from __future__ import annotations
