@@ -18,7 +18,7 @@ from conversion.convert import Target
 from conversion.defaults import DEFAULTS, TORCH_GPU, config_line
 
 REPO = Path(__file__).resolve().parents[2]
-# The line each GPU section of docs/performance.md opens with: the configuration its next runs convert with.
+# The line each GPU section of docs/performance.md opens with: what its runs convert with.
 STATED = re.compile(
     r"^Configuration \(the converter's torch-gpu defaults.*?\):\n`([^`]*)`", re.M | re.S
 )
