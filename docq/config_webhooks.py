@@ -27,9 +27,11 @@ class Webhooks(BaseModel):
     )
     webhook_timeout_s: float = Field(
         10.0,
-        description="Per-attempt timeout (connect, send, each read). Short keeps a slow "
-        "receiver from holding a delivery worker; too short fails receivers that are merely "
-        "slow (they are retried).",
+        description="Deadline of one attempt, whole: DNS, connect, TLS, sending, and the "
+        "answer's status and headers, however slowly a receiver trickles them (an attempt's "
+        "lease is twice this plus 10 s, so no second copy starts while it runs). Short keeps a "
+        "slow receiver from holding a delivery worker; too short fails receivers that are "
+        "merely slow (they are retried).",
     )
     webhook_max_attempts: int = Field(
         10,

@@ -18,7 +18,7 @@ from docq.errors import DocqError, RetryableError, StoreUnavailable
 from docq.extract import Limits
 from docq.queue import DELIVER_WEBHOOK, EXTRACT_SHARD, PROCESS_SHARD, SHARD_TASKS, enqueue_shards
 from workers import metrics
-from workers.app import app, context, store
+from workers.app import app, context, http, store
 from workers.extraction import extract_shard as read_shard_files
 from workers.shard import fail_shard, run_shard
 from workers.sweeper import Lease, heartbeat
@@ -166,7 +166,7 @@ def deliver_webhook(self: Task, job_id: str, token: str) -> None:
     retry after the policy's backoff, until delivered, refused or dead-lettered."""
     policy = DeliveryPolicy.from_settings(get_settings())
     try:
-        outcome = deliver(store(), policy, job_id, token)
+        outcome = deliver(store(), policy, job_id, token, client=http())
     except StoreUnavailable as exc:  # the job store may heal; try again
         log.warning("job %s: webhook delivery could not reach the job store: %s", job_id, exc)
         raise self.retry(countdown=policy.backoff_s) from exc
