@@ -1,9 +1,11 @@
 """Deliver a job's event to its webhook: the body of the `deliver_webhook` task.
 
-One call makes at most one attempt and says what the task does next (nothing, or run
-again after a delay, through Celery's retry). Attempts of a round are counted in Redis, not
-by Celery, so a duplicated or redelivered message can neither exceed the attempt budget nor
-send concurrently with its twin: every attempt is claimed first (`JobStore.claim_attempt`).
+One call makes at most one attempt and records its outcome; a failed one records when the
+next is due, and the sweeper enqueues it then (workers/retries.py): no retry waits in a
+worker. Attempts of a round are counted in Redis, not by Celery, so a duplicated or
+redelivered message can neither exceed the attempt budget, nor send before its attempt is
+due, nor send concurrently with its twin: every attempt is claimed first
+(`JobStore.claim_attempt`).
 """
 
 from __future__ import annotations
@@ -61,10 +63,10 @@ class DeliveryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened, and when the task must run again (None: it is done)."""
+    """What happened, and when the next attempt is due (None: none will be)."""
 
     state: DeliveryState | None  # None when no attempt was made
-    retry_in_s: float | None
+    retry_in_s: float | None  # the sweeper enqueues the delivery then (workers/retries.py)
     reason: str
 
 
@@ -83,8 +85,10 @@ def deliver(
     `client`: the process's (workers/app.py); without one, a client of its own is made for
     this attempt, over `transport` when given (a test's stand-in receiver)."""
     claimed, value = store.deliveries.claim_attempt(job_id, token, policy.lease_s)
-    if claimed == "busy":  # a twin of this message is mid-attempt: look again after its lease
-        return Outcome(None, value + 0.5, "another copy of this delivery is mid-attempt")
+    if claimed == "busy":  # the schedule holds the event until that copy's lease ends
+        return Outcome(None, None, "another copy of this delivery is mid-attempt")
+    if claimed == "early":  # a twin of a message already served: the schedule has it
+        return Outcome(None, None, f"the next attempt is not due for {value:.1f}s")
     if claimed != "claimed":
         return Outcome(None, None, f"nothing to do ({claimed})")
     number = int(value)
