@@ -182,7 +182,7 @@ def _attempt(
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # try the next address
                 unreachable.append(f"{type(exc).__name__}: {exc}")
             except httpx.TimeoutException as exc:
-                late = f"no answer within the {policy.timeout_s:g}s deadline"
+                late = f"timeout: no answer within the {policy.timeout_s:g}s deadline"
                 return None, f"{late} ({type(exc).__name__})", DeliveryState.PENDING
             except httpx.TransportError as exc:
                 return None, f"{type(exc).__name__}: {exc}", DeliveryState.PENDING
