@@ -164,9 +164,15 @@ EXIT_STALLED = 70
 
 
 def room(consumer: Any) -> int:
-    """How many tasks the consumer may hold at once: its prefetch limit (0: none)."""
+    """How many tasks the consumer may hold at once (0: no limit): its prefetch limit, at
+    most its configured one. Celery raises the limit by one for each task it holds for a
+    later time (a retry's countdown), which `state.reserved_requests` does not list: those
+    must not count as room."""
     qos = getattr(consumer, "qos", None)
-    return int(qos.value) if qos is not None else 1
+    if qos is None:
+        return 1
+    limits = [int(qos.value), int(getattr(consumer, "initial_prefetch_count", 0) or 0)]
+    return min((n for n in limits if n), default=0)
 
 
 @worker_ready.connect

@@ -55,3 +55,16 @@ def test_a_shutdown_that_does_not_end_the_worker_ends_in_an_exit() -> None:
     assert w.check(120, **IDLE, received_at=50) is Remedy.SHUT_DOWN
     assert w.check(129, **IDLE, received_at=50) is Remedy.NONE
     assert w.check(130, **IDLE, received_at=50) is Remedy.EXIT
+
+
+def test_room_is_the_configured_prefetch_not_what_countdowns_added() -> None:
+    """Four threads, three retries held for later: the limit is 7 but the room is 4, so four
+    running tasks make the worker busy, not stalled."""
+    from types import SimpleNamespace
+
+    from workers.stall import room
+
+    assert room(SimpleNamespace(qos=SimpleNamespace(value=7), initial_prefetch_count=4)) == 4
+    assert room(SimpleNamespace(qos=SimpleNamespace(value=1), initial_prefetch_count=4)) == 1
+    assert room(SimpleNamespace(qos=SimpleNamespace(value=0), initial_prefetch_count=0)) == 0
+    assert room(SimpleNamespace(qos=None)) == 1
