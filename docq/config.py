@@ -103,8 +103,6 @@ class Settings(  # one base per area
             raise ValueError("webhook_max_attempts must be >= 1")
         if min(self.webhook_timeout_s, self.webhook_backoff_s, self.webhook_stall_s) <= 0:
             raise ValueError("webhook_timeout_s, webhook_backoff_s and webhook_stall_s must be > 0")
-        if self.webhook_backoff_max_s >= self.visibility_timeout_s:
-            raise ValueError("webhook_backoff_max_s must stay below visibility_timeout_s")
         if self.job_ttl_s < 1:
             raise ValueError("job_ttl_s must be >= 1")
         if min(self.shard_lease_s, self.sweep_interval_s, self.audit_interval_s) <= 0:

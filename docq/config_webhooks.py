@@ -27,9 +27,11 @@ class Webhooks(BaseModel):
     )
     webhook_timeout_s: float = Field(
         10.0,
-        description="Per-attempt timeout (connect, send, each read). Short keeps a slow "
-        "receiver from holding a delivery worker; too short fails receivers that are merely "
-        "slow (they are retried).",
+        description="Deadline of one attempt, whole: DNS, connect, TLS, sending, and the "
+        "answer's status and headers, however slowly a receiver trickles them (an attempt's "
+        "lease is twice this plus 10 s, so no second copy starts while it runs). Short keeps a "
+        "slow receiver from holding a delivery worker; too short fails receivers that are "
+        "merely slow (they are retried).",
     )
     webhook_max_attempts: int = Field(
         10,
@@ -43,18 +45,16 @@ class Webhooks(BaseModel):
     )
     webhook_backoff_max_s: float = Field(
         1800.0,
-        description="Cap on one retry delay. Must stay below visibility_timeout_s: a waiting "
-        "retry is held unacknowledged by the worker, and Redis would redeliver it.",
+        description="Cap on one retry delay. A waiting retry is held by no worker: the job "
+        "store schedules it, and a sweeper enqueues it when due (workers/retries.py).",
     )
     webhook_stall_s: float = Field(
         30.0,
-        description="A webhook message held unacknowledged by a webhooks worker (a retry "
-        "waiting for its countdown, or one taken and not started) whose attempt is this many "
-        "seconds overdue, or whose attempt's lease ran out, is put back in its queue by a "
-        "sweeper: its worker died. Without it Redis gives it back only after "
-        "visibility_timeout_s. Shorter delivers sooner after a crash; shorter than a live "
-        "worker's lag (all its processes busy) makes a twin of a held message, which claims "
-        "no attempt of its own but may bring the next retry forward.",
+        description="A due delivery that a sweeper enqueued and no attempt has claimed this "
+        "many seconds later (its message lost, or its worker dead before the attempt) is "
+        "enqueued again. Shorter delivers sooner after a crash; shorter than the webhooks "
+        "queue's wait enqueues twins, which send nothing (the attempt claim) but cost a "
+        "message each.",
     )
     webhook_inline_results_max_bytes: int = Field(
         0,

@@ -68,6 +68,14 @@ def webhook_attempts(job_id: str) -> str:
     return f"{PREFIX}:job:{{{job_id}}}:webhook:attempts"
 
 
+def webhooks_due() -> str:
+    """Sorted set: id of each job whose webhook event waits for an attempt -> when a sweeper
+    must enqueue its delivery (epoch s): the next retry's time, the end of a running
+    attempt's lease, or a sweeper's own re-check (workers/retries.py). Not under a job's hash
+    tag: the sweeper reads every job's at once."""
+    return f"{PREFIX}:webhooks:due"
+
+
 def idempotency(key_digest: str) -> str:
     """String: `job_id request_fingerprint` claimed by an Idempotency-Key (sha256 of the key).
 

@@ -132,37 +132,82 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# IPv6 forms that carry an IPv4 address a packet may end up at: a relay or translator
+# unwraps it, or the host's stack does (IPv4-mapped). Each is judged as the IPv4 addresses
+# it embeds would be, as well as on its own: 2002:a9fe:a9fe::1 is "global" to `ipaddress`,
+# yet a 6to4 relay delivers it to 169.254.169.254.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052, the IPv4 in the last 32 bits
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated (RFC 4291), likewise
+# The local-use NAT64 prefix (RFC 8215) translates to whatever its operator chose: never
+# public, whatever `ipaddress` says (Python 3.13 marks it private; 3.11 global).
+NOT_PUBLIC = (ipaddress.ip_network("64:ff9b:1::/48"),)
+
+
+def _ip(address: str) -> IPAddress:
+    return ipaddress.ip_address(address.split("%", 1)[0])
+
+
+def embedded(ip: IPAddress) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries: IPv4-mapped (::ffff:a.b.c.d), 6to4
+    (2002::/16), Teredo (2001::/32, its server and its client), NAT64 (64:ff9b::/96) and
+    IPv4-compatible (::a.b.c.d); none for any other address."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in NAT64 or (ip in IPV4_COMPATIBLE and int(ip) > 1):  # not :: or ::1
+        return [low32]
+    return []
+
+
+def _never(ip: IPAddress) -> bool:
+    return any(ip.version == net.version and ip in net for net in NEVER)
+
+
+def _public(ip: IPAddress) -> bool:
+    return (
+        ip.is_global
+        and not (
+            ip.is_multicast
+            or ip.is_private
+            or ip.is_loopback
+            or ip.is_link_local
+            or ip.is_reserved
+            or ip.is_unspecified
+        )
+        and not any(ip.version == net.version and ip in net for net in NOT_PUBLIC)
+    )
 
 
 def is_never_allowed(address: str) -> bool:
-    """Whether an address is refused even where private networks are allowed (NEVER)."""
+    """Whether an address is refused even where private networks are allowed (NEVER): it
+    is in NEVER, or it embeds an IPv4 address that is."""
     ip = _ip(address)
-    return any(ip.version == net.version and ip in net for net in NEVER)
+    return _never(ip) or any(_never(v4) for v4 in embedded(ip))
 
 
 def is_public(address: str) -> bool:
     """Whether an address is on the public internet: not loopback, private, link-local,
-    multicast, reserved, unspecified or shared (and the same for IPv4-mapped IPv6)."""
+    multicast, reserved, unspecified or shared, and neither is any IPv4 address it embeds
+    (IPv4-mapped, 6to4, Teredo, NAT64: see `embedded`)."""
     ip = _ip(address)
-    return ip.is_global and not (
-        ip.is_multicast
-        or ip.is_private
-        or ip.is_loopback
-        or ip.is_link_local
-        or ip.is_reserved
-        or ip.is_unspecified
-    )
+    return _public(ip) and all(_public(v4) for v4 in embedded(ip))
 
 
-def check_addresses(target: Target, addresses: Sequence[str], *, allow_private: bool) -> str:
-    """The address to connect to; WebhookRefused if any address of the host is not public
-    (a name with one private address could be steered to it) unless private is allowed,
-    and if any is link-local or a metadata address (NEVER), allowed or not."""
+def check_addresses(target: Target, addresses: Sequence[str], *, allow_private: bool) -> list[str]:
+    """The addresses to connect to, in the resolver's order, every one checked;
+    WebhookRefused if any address of the host is not public (a name with one private address
+    could be steered to it) unless private is allowed, and if any is link-local or a
+    metadata address (NEVER, or one embedding it), allowed or not. A delivery tries them in
+    turn (the first may be unreachable, an IPv6 address on a host without IPv6), never an
+    address it did not check."""
     if not addresses:
         raise WebhookRefused(
             f"webhook host {target.host!r} does not resolve", {"field": "webhook.url"}
@@ -182,7 +227,7 @@ def check_addresses(target: Target, addresses: Sequence[str], *, allow_private: 
                 f"({private[0]}); refused to protect internal services",
                 {"field": "webhook.url", "address": private[0]},
             )
-    return addresses[0]
+    return list(addresses)
 
 
 def guard(url: str, *, allow_private: bool, resolve: Resolver = system_resolver) -> str:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import httpx
 from celery import Celery
 from celery.signals import (
     after_setup_logger,
@@ -31,7 +32,7 @@ from docq.catalog import ModelCatalog
 from docq.config import get_settings
 from docq.queue import CPU_QUEUE, bulk_lanes, configure
 from docq.store import JobStore, open_store
-from workers import metrics
+from workers import metrics, webhook_client
 from workers.batcher import Batcher
 from workers.inference import TritonInference
 from workers.shard import WorkerContext
@@ -49,6 +50,7 @@ def _configure(sender: Celery, **_: object) -> None:
 
 _store: JobStore | None = None
 _ctx: WorkerContext | None = None
+_http: httpx.Client | None = None
 _ctx_lock = threading.Lock()
 
 
@@ -60,6 +62,15 @@ def store() -> JobStore:
             s = get_settings()
             _store = open_store(s)
         return _store
+
+
+def http() -> httpx.Client:
+    """This process's webhook client (workers/webhook_client.py: one deadline per attempt)."""
+    global _http
+    with _ctx_lock:
+        if _http is None:
+            _http = webhook_client.make_client(get_settings().webhook_timeout_s)
+        return _http
 
 
 def context() -> WorkerContext:
@@ -102,8 +113,8 @@ def _consume_bulk_lanes(sender: str, instance: Any, **_: object) -> None:
 
 @worker_process_init.connect
 def _after_fork(**_: object) -> None:
-    global _store, _ctx, _ctx_lock
-    _store, _ctx, _ctx_lock = None, None, threading.Lock()  # never reuse a parent's sockets
+    global _store, _ctx, _http, _ctx_lock
+    _store, _ctx, _http, _ctx_lock = None, None, None, threading.Lock()  # no parent's sockets
 
 
 @worker_init.connect

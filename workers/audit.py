@@ -22,7 +22,9 @@ final may die before it enqueues the delivery, and a Celery retry whose publish 
 new one was never written. A pending event whose delivery message is in no queue and no
 unacknowledged hash at two audits is enqueued again: as a new chain when none was ever
 enqueued (webhooks.dispatch), else as its own chain (the claim keeps a twin from sending
-twice, workers/webhooks.py).
+twice, workers/webhooks.py). An event the retry schedule holds (one attempted at least once,
+waiting for its next attempt) has no message on purpose: the sweeper enqueues it when it is
+due (workers/retries.py), so the audit leaves it to the schedule.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def _chase_event(
     none was enqueued) if its message was found nowhere at this audit and the previous
     one; returns 1 if it did, else 0. A copy that was in flight after all makes a twin,
     which the attempt claim keeps from sending twice."""
-    missing = set() if token and (job_id, token) in seen else {EVENT}
+    found = (token and (job_id, token) in seen) or store.deliveries.scheduled(job_id)
+    missing = set() if found else {EVENT}
     if not store.recovery.missing_again(job_id, missing, now):
         return 0
     if token is None:

@@ -10,15 +10,24 @@ for ten minutes (tests/faults/test_faults_redis.py), 64 of 600 documents done. N
 sweeper reads is wrong then: the shards wait in their queue, so neither the leases nor the
 audits (workers/sweeper.py, workers/audit.py) can move them; the consumer must read again.
 
+The consumer can also be lost for good (issue 41): a Redis master killed behind Sentinels
+left a small-job worker whose consumer had stopped on an error Celery does not recover from
+(kombu's transport raising AttributeError on a connection closed under it), whose warm
+shutdown then waited on a task that never ended, and which stayed alive and silent: no task
+consumer to read its queues' lengths from, one task held, so this guard saw nothing to do.
+
 So a thread in every worker looks, every quarter of `worker_stall_s`, at what the worker
-holds and at what waits in the queues it consumes now (a queue cancelled by an operator is
-not watched). A worker that holds no task (no prefetch limit, no busy pool holds it back)
-while messages wait, and has received none for `worker_stall_s`, is stalled. The remedy is
-Celery's own: an error of the broker connection raised in the consumer's event loop, which
-Celery answers as it answers a lost connection: it closes the connection, connects again,
-builds a fresh channel (a fresh QoS) and consumes again. A worker still stalled as long
-again shuts down (SIGTERM, warm) for its supervisor to start it afresh: the Deployment,
-compose's restart policy. While the broker cannot be read, nothing is decided.
+holds and at what waits in the queues it consumes (the task consumer's, a queue cancelled
+by an operator not watched; the worker's own `-Q` while it has no task consumer). A worker
+with room for another task (it holds fewer than its prefetch limit: a stuck task does not
+make it busy) while messages wait, that has received none for `worker_stall_s`, is stalled.
+The remedy is Celery's own: an error of the broker connection raised in the consumer's event
+loop, which Celery answers as it answers a lost connection: it closes the connection,
+connects again, builds a fresh channel (a fresh QoS) and consumes again. A worker still
+stalled as long again shuts down (SIGTERM, warm) for its supervisor to start it afresh: the
+Deployment, compose's restart policy; and if it is still there as long again (its shutdown
+waits on a task that never ends), it exits at once (its shards' leases expire and the
+sweeper enqueues them again). While the broker cannot be read, nothing is decided.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ class Remedy(enum.Enum):
     NONE = "none"
     RECONNECT = "reconnect"
     SHUT_DOWN = "shut down"
+    EXIT = "exit"  # the shutdown did not end the process
 
 
 @dataclass
@@ -57,8 +67,11 @@ class Watch:
     since: float | None = None  # when this stretch of idling beside waiting messages began
     remedies: int = 0  # applied in this stretch
 
-    def check(self, now: float, *, waiting: int, held: int, received_at: float) -> Remedy:
-        if waiting == 0 or held > 0:
+    def check(
+        self, now: float, *, waiting: int, held: int, received_at: float, room: int = 1
+    ) -> Remedy:
+        """`room`: how many tasks the worker may hold (its prefetch limit; 0: no limit)."""
+        if waiting == 0 or (room and held >= room):
             self.since, self.remedies = None, 0  # nothing to take, or busy: not stalled
             return Remedy.NONE
         if self.since is None or received_at > self.since:
@@ -67,7 +80,7 @@ class Watch:
         if now - self.since < self.stall_s * (self.remedies + 1):
             return Remedy.NONE
         self.remedies += 1
-        return Remedy.RECONNECT if self.remedies == 1 else Remedy.SHUT_DOWN
+        return (Remedy.RECONNECT, Remedy.SHUT_DOWN, Remedy.EXIT)[min(self.remedies, 3) - 1]
 
 
 class ConsumerStalled(ConnectionError):
@@ -84,8 +97,13 @@ def _received(**_: object) -> None:
 
 
 def waiting(consumer: Any) -> int:
-    """Messages waiting in the queues the consumer reads now (every priority level)."""
-    queues = [q.name for q in consumer.task_consumer.queues] if consumer.task_consumer else []
+    """Messages waiting in the queues the consumer reads now (every priority level): its task
+    consumer's, or while it has none (between connections, or lost), the worker's own."""
+    task_consumer = getattr(consumer, "task_consumer", None)
+    if task_consumer is not None:
+        queues = [q.name for q in task_consumer.queues]
+    else:
+        queues = list(consumer.app.amqp.queues.consume_from or ())
     with consumer.app.connection_for_write() as conn:
         channel: Any = conn.default_channel
         pipe = channel.client.pipeline(transaction=False)
@@ -112,20 +130,22 @@ def _guard(consumer: Any, watch: Watch) -> None:
         except (OperationalError, RedisError, OSError) as exc:
             log.debug("stall check skipped: broker unavailable (%s)", exc)
             continue
-        except AttributeError:
-            continue  # the consumer is between connections: no task consumer yet
         except Exception:  # the guard must outlive whatever one look ran into
             log.warning("stall check failed", exc_info=True)
             continue
+        if watch.remedies < 2 and (state.should_stop is not None or state.should_terminate):
+            continue  # a shutdown someone asked for (not this guard): let it take its time
+        held = len(state.reserved_requests)
         remedy = watch.check(
             time.monotonic(),
             waiting=queued,
-            held=len(state.reserved_requests),
+            held=held,
             received_at=_received_at,
+            room=room(consumer),
         )
         why = (
-            f"the consumer holds no task and received none for {watch.stall_s:g}s while "
-            f"{queued} messages wait in its queues"
+            f"the consumer holds {held} task(s), has room for more and received none for "
+            f"{watch.stall_s:g}s while {queued} messages wait in its queues"
         )
         if remedy is Remedy.RECONNECT:
             log.error("%s: reconnecting to the broker", why)
@@ -133,7 +153,26 @@ def _guard(consumer: Any, watch: Watch) -> None:
         elif remedy is Remedy.SHUT_DOWN:
             log.critical("%s, after a reconnection too: shutting down to be restarted", why)
             os.kill(os.getpid(), signal.SIGTERM)
-            return
+        elif remedy is Remedy.EXIT:
+            log.critical("%s, and its shutdown did not end it: exiting now", why)
+            logging.shutdown()
+            os._exit(EXIT_STALLED)
+
+
+# The exit status of a worker the guard ended itself (EX_SOFTWARE): its supervisor restarts it.
+EXIT_STALLED = 70
+
+
+def room(consumer: Any) -> int:
+    """How many tasks the consumer may hold at once (0: no limit): its prefetch limit, at
+    most its configured one. Celery raises the limit by one for each task it holds for a
+    later time (a retry's countdown), which `state.reserved_requests` does not list: those
+    must not count as room."""
+    qos = getattr(consumer, "qos", None)
+    if qos is None:
+        return 1
+    limits = [int(qos.value), int(getattr(consumer, "initial_prefetch_count", 0) or 0)]
+    return min((n for n in limits if n), default=0)
 
 
 @worker_ready.connect

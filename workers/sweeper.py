@@ -17,8 +17,8 @@ it or while running it, stays there until the visibility timeout (an hour); the 
 puts it back in its queue once it has sat unacknowledged for a whole lease with no live
 lease (restore_unleased), so the shard comes back once, as its own message. A message lost
 before it reached that hash is found by the audits of workers/audit.py, which the sweeper
-thread runs too. It also puts back the webhook messages that a dead webhooks worker held
-(workers/redelivery.py).
+thread runs too. It also enqueues the webhook deliveries that are due: retries, and attempts
+whose worker died (workers/retries.py).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from docq.queue import CPU_QUEUE, EXTRACT_QUEUE, PRIORITY_QUEUE, enqueue_shards,
 from docq.store import JobStore, open_store
 from workers.audit import audit
 from workers.orphans import sweep_due
-from workers.redelivery import restore_stalled
+from workers.retries import enqueue_due
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +239,7 @@ def _sweep_forever(celery: Celery, stop: threading.Event) -> None:
         try:
             sweep(store, celery, lease_s=s.shard_lease_s, now=time.time(), lanes=s.bulk_lanes)
             audit(store, celery, every_s=s.audit_interval_s, now=time.time(), lanes=s.bulk_lanes)
-            restore_stalled(store, celery, stall_s=s.webhook_stall_s, now=time.time())
+            enqueue_due(store, celery, now=time.time(), stall_s=s.webhook_stall_s)
         except (StoreUnavailable, QueueUnavailable) as exc:
             log.warning("sweep skipped: %s", exc.message)
         except DocqError as exc:

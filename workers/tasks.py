@@ -18,7 +18,7 @@ from docq.errors import DocqError, RetryableError, StoreUnavailable
 from docq.extract import Limits
 from docq.queue import DELIVER_WEBHOOK, EXTRACT_SHARD, PROCESS_SHARD, SHARD_TASKS, enqueue_shards
 from workers import metrics
-from workers.app import app, context, store
+from workers.app import app, context, http, store
 from workers.extraction import extract_shard as read_shard_files
 from workers.shard import fail_shard, run_shard
 from workers.sweeper import Lease, heartbeat
@@ -160,17 +160,15 @@ def extract_shard(self: Task, job_id: str, shard: int, failing_since: float | No
     _leased(self, job_id, shard, failing_since, run, release=False)
 
 
-@app.task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)  # attempts are counted in Redis
-def deliver_webhook(self: Task, job_id: str, token: str) -> None:
-    """One attempt at delivering a job's event; failed attempts come back through Celery's
-    retry after the policy's backoff, until delivered, refused or dead-lettered."""
+@app.task(name=DELIVER_WEBHOOK)  # never retried by Celery: attempts are counted in Redis
+def deliver_webhook(job_id: str, token: str) -> None:
+    """One attempt at delivering a job's event. A failed attempt records when the next is
+    due, and the sweeper enqueues it then (workers/retries.py): the task never waits."""
     policy = DeliveryPolicy.from_settings(get_settings())
     try:
-        outcome = deliver(store(), policy, job_id, token)
-    except StoreUnavailable as exc:  # the job store may heal; try again
+        outcome = deliver(store(), policy, job_id, token, client=http())
+    except StoreUnavailable as exc:  # the schedule, or the audits, bring the event back
         log.warning("job %s: webhook delivery could not reach the job store: %s", job_id, exc)
-        raise self.retry(countdown=policy.backoff_s) from exc
+        return
     if outcome.state is not None:  # an attempt was made
         metrics.WEBHOOK_ATTEMPTS.labels(outcome.state.value).inc()
-    if outcome.retry_in_s is not None:
-        raise self.retry(countdown=outcome.retry_in_s)

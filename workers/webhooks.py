@@ -1,9 +1,11 @@
 """Deliver a job's event to its webhook: the body of the `deliver_webhook` task.
 
-One call makes at most one attempt and says what the task does next (nothing, or run
-again after a delay, through Celery's retry). Attempts of a round are counted in Redis, not
-by Celery, so a duplicated or redelivered message can neither exceed the attempt budget nor
-send concurrently with its twin: every attempt is claimed first (`JobStore.claim_attempt`).
+One call makes at most one attempt and records its outcome; a failed one records when the
+next is due, and the sweeper enqueues it then (workers/retries.py): no retry waits in a
+worker. Attempts of a round are counted in Redis, not by Celery, so a duplicated or
+redelivered message can neither exceed the attempt budget, nor send before its attempt is
+due, nor send concurrently with its twin: every attempt is claimed first
+(`JobStore.claim_attempt`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from docq.errors import NotFound, WebhookRefused
 from docq.jobs import Attempt, DeliveryState, WebhookRecord
 from docq.schemas import JobPublic
 from docq.store import JobStore
+from workers import webhook_client
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +55,18 @@ class DeliveryPolicy:
 
     @property
     def lease_s(self) -> float:
-        """How long a claimed attempt may take (DNS, connect, send, read) before another copy
-        of the chain may assume it crashed."""
-        return 4 * self.timeout_s + 10
+        """How long a claimed attempt may take before another copy of the chain may assume
+        it crashed: the attempt's deadline (DNS to the answer's headers, `timeout_s`), and as
+        long again plus 10 s to build the payload and record the outcome."""
+        return 2 * self.timeout_s + 10
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened, and when the task must run again (None: it is done)."""
+    """What happened, and when the next attempt is due (None: none will be)."""
 
     state: DeliveryState | None  # None when no attempt was made
-    retry_in_s: float | None
+    retry_in_s: float | None  # the sweeper enqueues the delivery then (workers/retries.py)
     reason: str
 
 
@@ -72,14 +76,19 @@ def deliver(
     job_id: str,
     token: str,
     *,
+    client: httpx.Client | None = None,
     transport: httpx.BaseTransport | None = None,
     resolve: webhook_guard.Resolver = webhook_guard.system_resolver,
     rng: random.Random | None = None,
 ) -> Outcome:
-    """Make the next attempt of delivery chain `token` for a job's event, if it is due."""
+    """Make the next attempt of delivery chain `token` for a job's event, if it is due.
+    `client`: the process's (workers/app.py); without one, a client of its own is made for
+    this attempt, over `transport` when given (a test's stand-in receiver)."""
     claimed, value = store.deliveries.claim_attempt(job_id, token, policy.lease_s)
-    if claimed == "busy":  # a twin of this message is mid-attempt: look again after its lease
-        return Outcome(None, value + 0.5, "another copy of this delivery is mid-attempt")
+    if claimed == "busy":  # the schedule holds the event until that copy's lease ends
+        return Outcome(None, None, "another copy of this delivery is mid-attempt")
+    if claimed == "early":  # a twin of a message already served: the schedule has it
+        return Outcome(None, None, f"the next attempt is not due for {value:.1f}s")
     if claimed != "claimed":
         return Outcome(None, None, f"nothing to do ({claimed})")
     number = int(value)
@@ -95,7 +104,11 @@ def deliver(
 
     at = datetime.now(UTC)
     started = time.perf_counter()
-    status_code, error, state = _attempt(record, payload, at, policy, transport, resolve)
+    if client is None:
+        with webhook_client.make_client(policy.timeout_s, transport) as own:
+            status_code, error, state = _attempt(record, payload, at, policy, own, resolve)
+    else:
+        status_code, error, state = _attempt(record, payload, at, policy, client, resolve)
     duration_ms = round((time.perf_counter() - started) * 1000, 3)
     if state is DeliveryState.PENDING and record.round_attempts >= policy.max_attempts:
         state = DeliveryState.DEAD_LETTERED
@@ -134,49 +147,50 @@ def _attempt(
     payload: str,
     at: datetime,
     policy: DeliveryPolicy,
-    transport: httpx.BaseTransport | None,
+    client: httpx.Client,
     resolve: webhook_guard.Resolver,
 ) -> tuple[int | None, str | None, DeliveryState]:
-    """One signed POST: (status code, error, state after it). The URL meets the SSRF guard
-    again (DNS may have changed since the upload) and the connection goes to the address
-    that was checked. Redirects are not followed."""
+    """One signed POST, over by the policy's deadline: (status code, error, state after it).
+    The URL meets the SSRF guard again (DNS may have changed since the upload), every
+    address it resolves to is checked, and the connection goes to a checked address: the
+    first that accepts one, in the resolver's order. Redirects are not followed."""
     assert record.webhook_id is not None
+    deadline = time.monotonic() + policy.timeout_s
     try:
         target = webhook_guard.check_url(record.url)
         try:
-            addresses = resolve(target.host, target.port)
-        except (OSError, UnicodeError) as exc:  # DNS may heal: retry
+            found = webhook_client.resolve_within(resolve, target.host, target.port, deadline)
+        except (OSError, UnicodeError) as exc:  # DNS may heal (TimeoutError is an OSError)
             return None, f"DNS: {exc}", DeliveryState.PENDING
-        address = webhook_guard.check_addresses(
-            target, addresses, allow_private=policy.allow_private_networks
+        addresses = webhook_guard.check_addresses(
+            target, found, allow_private=policy.allow_private_networks
         )
     except WebhookRefused as exc:
         return None, f"refused: {exc.message}", DeliveryState.FAILED
-    url, headers, extensions = webhook_guard.pinned_request(target, address)
-    headers |= webhooks.sign(record.secret, record.webhook_id, payload, at)
-    headers["user-agent"] = USER_AGENT
-    try:
-        with (
-            httpx.Client(
-                timeout=policy.timeout_s,
-                follow_redirects=False,
-                trust_env=False,  # no proxy from the environment: the guard checked this host
-                transport=transport,
-            ) as client,
-            client.stream(
-                "POST", url, content=payload.encode(), headers=headers, extensions=extensions
-            ) as response,
-        ):
-            code = response.status_code  # the body is not read: only the status matters
-    except httpx.TimeoutException as exc:
-        return (
-            None,
-            f"timeout after {policy.timeout_s}s ({type(exc).__name__})",
-            DeliveryState.PENDING,
-        )
-    except httpx.TransportError as exc:
-        return None, f"{type(exc).__name__}: {exc}", DeliveryState.PENDING
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:  # retrying the same request cannot help
-        return None, f"{type(exc).__name__}: {exc}", DeliveryState.FAILED
+    signature = webhooks.sign(record.secret, record.webhook_id, payload, at)
+    unreachable: list[str] = []
+    with webhook_client.within(deadline):
+        for address in addresses:
+            url, headers, extensions = webhook_guard.pinned_request(target, address)
+            headers |= signature | {"user-agent": USER_AGENT}
+            try:
+                with client.stream(
+                    "POST", url, content=payload.encode(), headers=headers, extensions=extensions
+                ) as response:
+                    code = response.status_code  # the body is not read: only the status matters
+                break
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # try the next address
+                unreachable.append(f"{type(exc).__name__}: {exc}")
+            except httpx.TimeoutException as exc:
+                late = f"timeout: no answer within the {policy.timeout_s:g}s deadline"
+                return None, f"{late} ({type(exc).__name__})", DeliveryState.PENDING
+            except httpx.TransportError as exc:
+                return None, f"{type(exc).__name__}: {exc}", DeliveryState.PENDING
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:  # the same request cannot help
+                return None, f"{type(exc).__name__}: {exc}", DeliveryState.FAILED
+        else:
+            if len(addresses) > 1:
+                unreachable = [f"{a}: {e}" for a, e in zip(addresses, unreachable, strict=True)]
+            return None, "; ".join(unreachable), DeliveryState.PENDING
     state = webhooks.classify(code)
     return code, None if state is DeliveryState.DELIVERED else f"HTTP {code}", state

@@ -1,7 +1,15 @@
 """The delivery state of a job's webhook event, on Redis: which delivery chain holds it,
-its attempts, and redelivery. Claims and records are Lua scripts (lua/), so two copies of
-a chain (a redelivered task) never both attempt; docq.webhooks and workers.webhooks drive
-it. Every Redis failure raises StoreUnavailable (connection.py).
+its attempts, redelivery, and when a sweeper must next enqueue it. Claims and records are
+Lua scripts (lua/), so two copies of a chain (a redelivered task) never both attempt;
+docq.webhooks and workers.webhooks drive it. Every Redis failure raises StoreUnavailable
+(connection.py).
+
+The schedule (keys.webhooks_due) holds each event that waits for an attempt: a claimed
+attempt puts it there until its lease ends (a worker that dies mid-attempt leaves it due
+then), a failed one until its retry is due, and the sweeper that enqueues it moves it on by
+its re-check interval (a message lost on its way leaves it due again); a settled event
+leaves it. The schedule is written beside the job's scripts, not inside them: it is not
+under the job's hash tag (a Redis Cluster keeps it elsewhere).
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ class Deliveries:
         self._claim_attempt = connection.script(client, "claim_attempt")
         self._finish_attempt = connection.script(client, "finish_attempt")
         self._restart_delivery = connection.script(client, "restart_delivery")
+        self._claim_due = connection.script(client, "claim_due")
+        self._drop_claim = connection.script(client, "drop_claim")
 
     def get_webhook(self, job_id: str) -> WebhookRecord | None:
         """The job's webhook and delivery state; None when the job has none (or expired)."""
@@ -61,7 +71,7 @@ class Deliveries:
         return (DeliveryState(state) if state else None, token)
 
     def progress(self, job_id: str) -> Progress:
-        """The fields that say whether the delivery's chain is moving (workers/redelivery.py)."""
+        """Where the delivery stands: its chain, a running attempt's lease, its next retry."""
         fields = ["state", "token", "busy_until", "next_at"]
         state, token, busy, due = decode_values(self.r.hmget(keys.webhook(job_id), fields))
         return Progress(
@@ -85,7 +95,11 @@ class Deliveries:
 
     def claim_attempt(self, job_id: str, token: str, lease_s: float) -> tuple[str, float]:
         """Claim the next attempt for chain `token`: ("claimed", attempt number), ("busy",
-        seconds left on another copy's lease), or (reason, 0) when there is nothing to do."""
+        seconds left on another copy's lease), ("early", seconds until it is due), or (reason,
+        0) when there is nothing to do. The event is scheduled first, at the end of the lease
+        at least (GT keeps a later retry's time), so that an attempt whose worker dies comes
+        due again."""
+        self.r.zadd(keys.webhooks_due(), {job_id: time.time() + lease_s}, gt=True)
         outcome, value = self._claim_attempt(keys=[keys.webhook(job_id)], args=[token, lease_s])
         return outcome.decode(), float(value)
 
@@ -103,7 +117,27 @@ class Deliveries:
             keys=[keys.webhook(job_id), keys.webhook_attempts(job_id)],
             args=[token, attempt.to_json(), state.value, repr(time.time()), retry_in_s],
         )
+        if done and state is DeliveryState.PENDING:
+            self.r.zadd(keys.webhooks_due(), {job_id: time.time() + retry_in_s})
+        elif done:
+            self.r.zrem(keys.webhooks_due(), job_id)
         return bool(done)
+
+    # --- the schedule -------------------------------------------------------------------
+    def claim_due(self, now: float, until: float, limit: int = 500) -> list[tuple[str, float]]:
+        """Claim the events due by `now` until `until` (so that two sweepers never take the
+        same one, and one that is lost after this comes due again): `(job_id, claim)` each."""
+        members = self._claim_due(keys=[keys.webhooks_due()], args=[repr(now), repr(until), limit])
+        return [(raw.decode(), until) for raw in members]
+
+    def unschedule(self, job_id: str, claim: float) -> None:
+        """Forget a claimed event that needs no attempt (settled, or expired), unless an
+        attempt scheduled it anew since the claim."""
+        self._drop_claim(keys=[keys.webhooks_due()], args=[job_id, repr(claim)])
+
+    def scheduled(self, job_id: str) -> bool:
+        """Whether the schedule holds the job's event (a sweeper enqueues it when due)."""
+        return self.r.zscore(keys.webhooks_due(), job_id) is not None
 
     def restart_delivery(self, job_id: str) -> tuple[DeliveryState | None, bool]:
         """Redeliver: a new round if the last one is over, a new chain if the current one is

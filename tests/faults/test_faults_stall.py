@@ -27,6 +27,7 @@ from devstack.services import api_server, celery_worker, redis_server
 from docq.config import Settings
 from tests.conftest import MODEL_REPOSITORY, settings_env, tenant_headers
 from tests.support.jobs import all_results, wait_until_final
+from workers.stall import EXIT_STALLED
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -45,6 +46,7 @@ class Stack:
     api: httpx.Client
     worker: subprocess.Popen
     job_id: str
+    settings: Settings
 
 
 @contextmanager
@@ -72,7 +74,7 @@ def stalling(tmp_path: Path, triton_url: str, patch: str, stall_s: float) -> Ite
         ):
             created = api.post("/v1/jobs", json={"model": "doc-type", "documents": DOCS})
             assert created.status_code == 202, created.text
-            yield Stack(api, worker, created.json()["id"])
+            yield Stack(api, worker, created.json()["id"], s)
 
 
 @pytest.mark.timeout(300)
@@ -102,3 +104,59 @@ def test_a_consumer_a_reconnection_does_not_cure_shuts_its_worker_down(
     log = (tmp_path / "worker.log").read_text()
     assert log.index("reconnecting to the broker") < log.index("shutting down to be restarted")
     assert job["progress"]["documents_done"] == 0  # it never read: the job waits for a worker
+
+
+# Issue 41's end state, made on purpose: the first shard the worker takes never ends, and the
+# consumer then stops on an error Celery does not recover from (as kombu's Sentinel
+# transport raised AttributeError on a connection closed under it), so the worker's warm
+# shutdown waits for that shard for ever: alive, silent, one task held, nothing read.
+LOST_CONSUMER = """
+import threading
+from celery.signals import task_received
+from workers import shard
+
+_run_shard, _first = shard.run_shard, threading.Event()
+
+
+def run_shard(*args, **kwargs):
+    if not _first.is_set():
+        _first.set()
+        threading.Event().wait()  # never ends
+    return _run_shard(*args, **kwargs)
+
+
+shard.run_shard = run_shard
+
+
+@task_received.connect
+def _lose_the_consumer(sender=None, **_):
+    def _raise():
+        raise AttributeError("'NoneType' object has no attribute 'hostname'")
+
+    sender.hub.call_soon(_raise)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_whose_consumer_is_lost_with_a_task_stuck_exits_for_its_supervisor(
+    tmp_path: Path, triton_url: str
+) -> None:
+    """It holds one task of the two it may, and reads nothing while shards wait: the guard
+    reconnects, shuts it down, and, the shutdown waiting on the stuck task, exits; the worker
+    its supervisor starts in its place finishes the job, every document answered once."""
+    with stalling(tmp_path, triton_url, LOST_CONSUMER, stall_s=2) as stack:
+        try:
+            code = stack.worker.wait(120)  # nothing here stops it before
+        except subprocess.TimeoutExpired:
+            pytest.fail("the worker whose consumer is gone is still running")
+        with celery_worker(
+            settings_env(stack.settings), tmp_path / "next.log", "cpu", concurrency=2
+        ):
+            job, _ = wait_until_final(stack.api, stack.job_id, timeout=180)  # type: ignore[arg-type]
+            results = all_results(stack.api, stack.job_id)  # type: ignore[arg-type]
+    log = (tmp_path / "worker.log").read_text()
+    assert "Unrecoverable error" in log  # the consumer was lost as intended
+    assert code == EXIT_STALLED, log[-2000:]
+    assert "its shutdown did not end it: exiting now" in log
+    assert job["status"] == "succeeded", job
+    assert sorted(r["id"] for r in results) == sorted(d["id"] for d in DOCS)  # each once

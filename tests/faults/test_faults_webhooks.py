@@ -1,11 +1,11 @@
-"""A webhooks worker SIGKILLed while it holds a retry that is not yet due: the event reaches
-the receiver within its backoff plus 60 s, not after the broker's visibility timeout (an
-hour, left at its default here).
+"""A webhooks worker SIGKILLed after a failed attempt, while its retry is not yet due: the
+event reaches the receiver within its backoff plus 60 s, not after the broker's visibility
+timeout (an hour, left at its default here).
 
-A retry waits in the worker that failed the attempt (Celery's countdown: on a Redis broker
-the message is taken at once and held unacknowledged until due), so the kill takes it along;
-a sweeper puts it back in its queue once its attempt is overdue (workers/redelivery.py),
-and the webhooks worker a supervisor starts in its place delivers it.
+A retry waits in the job store's schedule, not in the worker that failed the attempt (no
+message is held unacknowledged meanwhile), so the kill takes nothing along: a sweeper
+enqueues the delivery when it is due (workers/retries.py), and the webhooks worker a
+supervisor starts in its place delivers it.
 
 A shard worker SIGKILLed between making a job final and enqueueing its event: the audits
 enqueue the event within a minute, once.
@@ -45,7 +45,7 @@ BACKOFF_S = 8.0  # the retry the worker holds is due this long after the failed 
 @pytest.fixture
 def hook_settings(tmp_path: Path, settings: Settings) -> Iterator[Settings]:
     """The session's settings on a Redis of its own, a retry 8 s after a failed attempt,
-    stalls noticed 5 s after an attempt is due, and a sweep every second."""
+    an enqueued delivery looked at again 5 s later, and a sweep every second."""
     with redis_server(tmp_path / "redis") as redis_url:
         yield settings.model_copy(
             update={
@@ -68,19 +68,14 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(30)
 
 
-def held_deliveries(r: redis.Redis, job_id: str, *, retries: bool = False) -> int:
-    """Webhook messages of the job that a worker holds unacknowledged (`retries`: only those
-    Celery's retry published, which carry an ETA)."""
+def held_deliveries(r: redis.Redis, job_id: str) -> int:
+    """Webhook messages of the job that a worker holds unacknowledged."""
     held = [json.loads(raw)[0] for raw in r.hvals("unacked")]
-    return sum(
-        1
-        for m in held
-        if (d := delivery_of(m)) and d[0] == job_id and (m["headers"].get("eta") or not retries)
-    )
+    return sum(1 for m in held if (d := delivery_of(m)) and d[0] == job_id)
 
 
 @pytest.mark.timeout(300)
-def test_a_webhooks_worker_killed_holding_a_retry_delivers_within_backoff_plus_60s(
+def test_a_webhooks_worker_killed_before_its_retry_is_due_delivers_within_backoff_plus_60s(
     hook_settings: Settings, tmp_path: Path
 ) -> None:
     from api.main import create_app
@@ -103,16 +98,13 @@ def test_a_webhooks_worker_killed_holding_a_retry_delivers_within_backoff_plus_6
             ).json()["id"]
             receiver.wait_for(lambda got: len(got) == 1, 120)  # the 503
             failed_at = time.monotonic()
-            # The failed attempt's own message stays unacknowledged until its task returns,
-            # after it published the retry: wait until the retry is the only one held.
-            until(
-                lambda: held_deliveries(r, job_id, retries=True) == held_deliveries(r, job_id) == 1,
-                "the retry held by the worker",
-                10,
-            )
+            # The failed attempt's message is acknowledged once its task returns; the retry
+            # waits in the schedule, not in the worker.
+            until(lambda: held_deliveries(r, job_id) == 0, "the failed attempt acknowledged", 10)
             assert store.deliveries.progress(job_id).next_at > time.time()  # not yet due
+            assert store.deliveries.scheduled(job_id)
             kill_tree(victim)
-        assert held_deliveries(r, job_id) == 1  # the dead worker's retry, unacknowledged
+        assert r.llen("webhooks") == 0  # nothing queued before it is due
 
         # a supervisor starts another webhooks worker at once
         with celery_worker(env, tmp_path / "webhooks.log", "webhooks", "next", pool="prefork"):
@@ -127,8 +119,8 @@ def test_a_webhooks_worker_killed_holding_a_retry_delivers_within_backoff_plus_6
     assert {q.headers["webhook-id"] for q in receiver.requests} == {f"msg_{job_id}"}
     for q in receiver.requests:
         assert Webhook(secret).verify(q.body, q.headers)["data"]["id"] == job_id
-    assert held_deliveries(r, job_id) == 0  # restored, not left for the visibility timeout
-    assert "back in its queue" in (tmp_path / "shards.log").read_text()
+    assert held_deliveries(r, job_id) == 0  # nothing left for the visibility timeout
+    assert "its webhook attempt is due; enqueued" in (tmp_path / "shards.log").read_text()
 
 
 # The shard worker dies the moment it would enqueue the event of the job it made final.

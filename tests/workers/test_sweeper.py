@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from celery import Celery
 from devstack.services import redis_server
 from docq import keys
 from docq.config import Settings
+from docq.jobs import Attempt, DeliveryState
 from docq.queue import (
     CPU_QUEUE,
     PRIORITY_QUEUE,
@@ -372,3 +374,19 @@ def test_an_audit_reads_a_long_queue_page_by_page(
     for k in (1, 2):
         assert audit(store, celery, every_s=EVERY_S, now=t0 + k * EVERY_S, lanes=LANES) == 0
     assert len(queued_shards(url, bulk_lane("acme", LANES))) == 7
+
+
+def test_an_event_waiting_in_the_retry_schedule_is_left_to_it(
+    store: JobStore, celery: Celery, url: str
+) -> None:
+    """After a failed attempt the event has no message on purpose (the sweeper enqueues it
+    when due, workers/retries.py): the audits neither call it lost nor enqueue it."""
+    job_id = final_with_a_webhook(store)
+    store.deliveries.set_token_if_unset(job_id, "chain-1")
+    assert store.deliveries.claim_attempt(job_id, "chain-1", 12.0)[0] == "claimed"
+    failed = Attempt(1, datetime.now(UTC), 5.0, 503, "HTTP 503")
+    assert store.deliveries.finish_attempt(job_id, "chain-1", failed, DeliveryState.PENDING, 600)
+    t0 = time.time()
+    for k in (1, 2, 3):
+        assert audit(store, celery, every_s=EVERY_S, now=t0 + k * EVERY_S, lanes=LANES) == 0
+    assert deliveries(url) == []

@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import time
 from collections.abc import Callable
 
 import httpx
 import pytest
 from standardwebhooks import Webhook
 
+from docq import keys
 from docq.jobs import DeliveryState, EventType
 from docq.store import Document, JobStore, WebhookTarget
 from docq.webhook_guard import generate_secret
@@ -79,6 +81,12 @@ def attempt(
     )
 
 
+def come_due(store: JobStore, job_id: str) -> None:
+    """Bring the next attempt's time forward to now, as if its backoff had passed (the
+    sweeper enqueues it then: workers/retries.py)."""
+    store.r.hset(keys.webhook(job_id), "next_at", "0")
+
+
 def test_a_2xx_delivers_a_verifiable_standard_webhook(store: JobStore, job_id: str) -> None:
     receiver = Receiver(204)
     outcome = attempt(store, job_id, receiver)
@@ -126,12 +134,14 @@ def test_retryable_failures_back_off_then_dead_letter(
     receiver = Receiver(failure)
     delays = []
     for n in range(1, POLICY.max_attempts):
+        come_due(store, job_id)
         outcome = attempt(store, job_id, receiver)
         assert outcome.state is DeliveryState.PENDING
         assert outcome.retry_in_s is not None
         nominal = POLICY.backoff_s * 2 ** (n - 1)
         assert 0.75 * nominal <= outcome.retry_in_s <= 1.25 * nominal
         delays.append(outcome.retry_in_s)
+    come_due(store, job_id)
     last = attempt(store, job_id, receiver)
     assert (last.state, last.retry_in_s) == (DeliveryState.DEAD_LETTERED, None)
 
@@ -187,6 +197,7 @@ def test_a_dns_failure_is_retried(store: JobStore, job_id: str) -> None:
 
     receiver = Receiver(200)
     assert attempt(store, job_id, receiver, resolve=no_dns).state is DeliveryState.PENDING
+    come_due(store, job_id)
     assert attempt(store, job_id, receiver).state is DeliveryState.DELIVERED
     assert [a.status_code for a in store.deliveries.webhook_attempts(job_id)] == [None, 200]
 
@@ -205,3 +216,26 @@ def test_small_results_are_inlined_when_configured(store: JobStore, job_id: str)
     attempt(store, job_id, receiver, policy=policy)
     body = json.loads(receiver.requests[0].content)
     assert [r["id"] for r in body["data"]["results"]] == ["a"]
+
+
+def test_a_copy_that_comes_before_its_retry_is_due_sends_nothing(
+    store: JobStore, job_id: str
+) -> None:
+    """A second message of the chain (a sweeper's, the audit's) right after a failed attempt
+    must not bring the retry forward; the schedule holds the event until it is due."""
+    receiver = Receiver(503, 200)
+    failed = attempt(store, job_id, receiver)
+    assert failed.state is DeliveryState.PENDING and failed.retry_in_s is not None
+    early = attempt(store, job_id, receiver)
+    assert early.state is None and "not due" in early.reason
+    assert len(receiver.requests) == 1
+    due_at = redis_score(store, job_id)
+    assert due_at is not None and due_at > time.time()  # the sweeper enqueues it then
+    come_due(store, job_id)
+    assert attempt(store, job_id, receiver).state is DeliveryState.DELIVERED
+    assert redis_score(store, job_id) is None  # settled: out of the schedule
+
+
+def redis_score(store: JobStore, job_id: str) -> float | None:
+    score = store.r.zscore(keys.webhooks_due(), job_id)
+    return None if score is None else float(score)
