@@ -38,6 +38,9 @@ NOT_THERE = {
     "docq_execute": "serving/runtimes/execute.py, installed beside the model (runtimes.HELPERS)",
     "docq_flat": "serving/runtimes/flat.py, installed beside the model (runtimes.HELPERS)",
     "docq_kernels": "serving/runtimes/kernels.py, installed beside the model (runtimes.HELPERS)",
+    "boto3": "the S3 blob store's client, imported only where DOCQ_BLOB_URL is s3:// (the "
+    "device's stack keeps file bytes in a directory: docq.blobs.open_blobs)",
+    "botocore": "boto3's own, as boto3",
 }
 # Excused only where the profile carries no OCR (pack.PROFILES["text"]): without Tesseract's
 # data docq.extract.ocr answers ocr_unavailable before it imports the binding. The scans
