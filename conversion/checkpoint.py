@@ -12,8 +12,11 @@ import json
 import re
 from pathlib import Path
 
-from transformers import AutoModelForSequenceClassification, PreTrainedModel
-from transformers import PreTrainedTokenizerFast
+from transformers import (
+    AutoModelForSequenceClassification,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+)
 
 from docq.errors import DocqError, ModelError
 from docq.text.tokenizing import load_tokenizer
@@ -100,7 +103,9 @@ def load_checkpoint(path: Path) -> tuple[PreTrainedModel, tuple[str, ...]]:
         raise CheckpointRefused(f"{path} is not a checkpoint directory")
     config = _config(path)
     id2label = config.get("id2label")
-    if not isinstance(id2label, dict) or all(_DEFAULT_LABEL.fullmatch(str(v)) for v in id2label.values()):
+    if not isinstance(id2label, dict) or all(
+        _DEFAULT_LABEL.fullmatch(str(v)) for v in id2label.values()
+    ):
         raise CheckpointRefused(
             f"{path} has no label map (config.json's id2label names no label): docq "
             "answers with label names, set id2label before converting"
