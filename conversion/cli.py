@@ -13,6 +13,8 @@ so `docq submit` and friends start fast and work without the build extras.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -50,6 +52,18 @@ def _documents(
     if corpus is None:
         raise typer.BadParameter("give --documents FILE or --corpus doc-type|doc-lang")
     return parity.synthetic(corpus, n, seed), f"synthetic {corpus} corpus, seed {seed}"
+
+
+@contextmanager
+def _refusals(command: str) -> Iterator[None]:
+    """A checkpoint docq cannot convert: one line on stderr and exit 2, no traceback."""
+    from conversion.checkpoint import CheckpointRefused
+
+    try:
+        yield
+    except CheckpointRefused as exc:
+        typer.echo(f"docq {command}: refused: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _echo_report(report: ParityReport, paths: tuple[Path, Path] | None) -> None:
@@ -146,9 +160,10 @@ def validate(
     docs, source = _documents(corpus, documents, n, seed)
     windowing = Windowing(max_seq_len, stride, aggregation, batch_size)
     thresholds = Thresholds(max_accuracy_diff_pt, min_agreement)
-    reports = _run_parity(
-        checkpoint, candidate, reference, docs, source, windowing, thresholds, threads
-    )
+    with _refusals("validate"):
+        reports = _run_parity(
+            checkpoint, candidate, reference, docs, source, windowing, thresholds, threads
+        )
     for i, report in enumerate(reports):
         paths = None
         if out is not None:
@@ -312,7 +327,8 @@ def convert(
         fp8_products=fp8_products,
         fuse=fuse,
     )
-    staged = conv.stage(checkpoint, target, workdir / name)
+    with _refusals("convert"):
+        staged = conv.stage(checkpoint, target, workdir / name)
     for note in staged.notes:
         typer.echo(note)
     typer.echo(f"staged {staged.folder} ({target.runtime}, {target.dtype})")

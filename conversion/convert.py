@@ -24,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import PreTrainedModel
+from transformers import PreTrainedModel, PreTrainedTokenizerFast
 from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import export, package, pbtxt, tensorrt
-from conversion.checkpoint import load_checkpoint
+from conversion.checkpoint import check_window, load_checkpoint
 from conversion.defaults import DEFAULTS, TORCH_GPU
 from docq.text.aggregation import Aggregation
+from docq.text.tokenizing import load_tokenizer
 from serving import runtimes
 
 # Precisions each runtime can be converted to; the first is the default.
@@ -263,26 +264,30 @@ class Staged:
 
 
 def sample_batches(
-    vocab_size: int, max_seq_len: int, seed: int = 0
+    vocab_size: int, max_seq_len: int, seed: int = 0, pad_id: int = 0
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Random token batches with padded rows and lengths up to max_seq_len: ONNX vs PyTorch."""
+    """Random token batches with padded rows (`pad_id`: the tokenizer's) and lengths up to
+    max_seq_len: ONNX vs PyTorch. A model's positions end at max_seq_len (RoBERTa's)."""
     rng = np.random.default_rng(seed)
     batches = []
     for rows, longest in ((1, 2), (2, 17), (3, max_seq_len), (5, 129)):
+        longest = min(longest, max_seq_len)
         ids = rng.integers(
             min(1000, vocab_size - 1), vocab_size, size=(rows, longest), dtype=np.int64
         )
         mask = np.ones_like(ids)
         for r in range(1, rows):  # every row but the first is padded
             mask[r, rng.integers(1, longest + 1) :] = 0
-        ids[mask == 0] = 0
+        ids[mask == 0] = pad_id
         batches.append((ids, mask))
     return batches
 
 
 def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     """Build and check the version folder's files for `target` under `workdir`."""
-    model, labels = load_checkpoint(checkpoint)
+    model, labels = load_checkpoint(checkpoint)  # CheckpointRefused: one line, nothing built
+    tokenizer = load_tokenizer(checkpoint)  # the export traces with the model's own ids
+    check_window(checkpoint, model, target.max_seq_len)
     shutil.rmtree(workdir, ignore_errors=True)
     folder = workdir / "version"
     folder.mkdir(parents=True)
@@ -292,12 +297,13 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     if runtime in ("onnx-cpu", "onnxruntime", "tensorrt", "openvino-cpu"):
         onnx_path = workdir / "model.onnx"
         if target.fuse:
-            fused = export_fused(model, onnx_path, workdir / "fused.onnx")
+            fused = export_fused(model, onnx_path, workdir / "fused.onnx", tokenizer)
             notes.append(f"ONNX Runtime's transformer optimizer fused {fused}")
             onnx_path = workdir / "fused.onnx"
         else:
-            export.export(model, onnx_path)  # onnx.checker's full check runs inside
-        batches = sample_batches(model.config.vocab_size, target.max_seq_len)
+            export.export(model, onnx_path, tokenizer)  # onnx.checker's full check inside
+        pad_id = tokenizer.pad_token_id or 0
+        batches = sample_batches(model.config.vocab_size, target.max_seq_len, pad_id=pad_id)
         session = export.session(onnx_path, target.threads)
         diff = export.max_abs_diff(model, session, batches)
         notes.append(f"ONNX (opset {export.OPSET}) vs PyTorch: max |logit diff| {diff:.2e}")
@@ -322,14 +328,19 @@ def stage(checkpoint: Path, target: Target, workdir: Path) -> Staged:
     return Staged(target, folder, config, labels, checkpoint, diff, notes)
 
 
-def export_fused(model: PreTrainedModel, plain: Path, fused: Path) -> dict[str, int]:
+def export_fused(
+    model: PreTrainedModel,
+    plain: Path,
+    fused: Path,
+    tokenizer: PreTrainedTokenizerFast | None = None,
+) -> dict[str, int]:
     """Export `model` to `plain` and its fused graph to `fused`; return the fused operators.
 
     The optimizer recognises attention in eager attention's graph, not in SDPA's, so the
     model is left on eager attention (callers that run it in PyTorch may switch back).
     """
     model.set_attn_implementation("eager")
-    export.export(model, plain)  # onnx.checker's full check runs inside
+    export.export(model, plain, tokenizer)  # onnx.checker's full check runs inside
     return fuse_transformer(model, plain, fused)
 
 

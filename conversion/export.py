@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
-from transformers import PreTrainedModel
+from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from docq.text.packing import IdsAndMask
 
@@ -35,18 +35,51 @@ class _LogitsOnly(torch.nn.Module):
         return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
 
 
-def export(model: PreTrainedModel, path: Path) -> onnx.ModelProto:
+# Traced through the model's own tokenizer: its ids are rows of the model's embedding.
+TRACE_TEXTS = ("This is a test.", "Test.")
+
+
+def trace_inputs(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask) to trace with: two texts encoded by `tokenizer`, the
+    second padded with the tokenizer's pad id (RoBERTa's is 1, BERT's 0).
+
+    Without a tokenizer (a caller that has none), ids 2.. of the model's vocabulary padded
+    with its config's pad id: any id the embedding has traces the same graph.
+    """
+    if tokenizer is not None:
+        rows = [tokenizer(t)["input_ids"] for t in TRACE_TEXTS]
+        pad = tokenizer.pad_token_id
+    else:
+        vocab = int(model.config.vocab_size)
+        rows = [[(2 + i) % vocab for i in range(6)], [(2 + i) % vocab for i in range(3)]]
+        pad = model.config.pad_token_id
+    pad = 0 if pad is None else int(pad)
+    # Two texts a tokenizer encodes to one length still get a padded column.
+    longest = max(len(r) for r in rows) + (len({len(r) for r in rows}) == 1)
+    ids = torch.full((len(rows), longest), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), longest), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row)
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def export(
+    model: PreTrainedModel, path: Path, tokenizer: PreTrainedTokenizerFast | None = None
+) -> onnx.ModelProto:
     """Write `model` as ONNX (opset 18, dynamic batch and sequence axes); return the checked graph.
 
-    The graph is checked with `onnx.checker` (full check, shape inference included).
+    Traced with ids from `tokenizer`, the model's own (see trace_inputs). The graph is
+    checked with `onnx.checker` (full check, shape inference included).
     """
     # The exporter restores the wrapper's training flag onto every submodule when it ends:
     # a fresh wrapper is in training mode and would switch dropout on in `model`.
     wrapper = _LogitsOnly(model).eval()
     # Trace with a padded row: an all-ones mask lets transformers skip the mask entirely,
     # and the trace would then ignore attention_mask for every input.
-    ids = torch.tensor([[101, 2023, 2003, 1037, 3231, 102], [101, 3231, 102, 0, 0, 0]])
-    mask = (ids != 0).long()
+    ids, mask = trace_inputs(model, tokenizer)
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
     with warnings.catch_warnings():
         # The TorchScript exporter warns about Python control flow in transformers' mask

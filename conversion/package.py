@@ -16,13 +16,14 @@ from pathlib import Path
 from tritonclient.grpc import model_config_pb2 as mc
 
 from conversion import pbtxt
-from docq.text.tokens import TOKENIZER_FILES
+from docq.text.tokens import tokenizer_files
 
 
 def write_metadata(
     model_dir: Path, config: mc.ModelConfig, labels: Sequence[str], tokenizer_src: Path
 ) -> None:
-    """config.pbtxt, labels.txt (one label per line, logit order) and tokenizer/ files."""
+    """config.pbtxt, labels.txt (one label per line, logit order) and tokenizer/: the
+    tokenizer files of `tokenizer_src` as its save_pretrained wrote them, and no others."""
     model_dir.mkdir(parents=True, exist_ok=True)
     pbtxt.write(config, model_dir / "config.pbtxt")
     (model_dir / "labels.txt").write_text(
@@ -30,8 +31,12 @@ def write_metadata(
     )
     tokenizer_dir = model_dir / "tokenizer"
     tokenizer_dir.mkdir(exist_ok=True)
-    for name in TOKENIZER_FILES:
+    names = tokenizer_files(tokenizer_src)
+    for name in names:
         shutil.copyfile(tokenizer_src / name, tokenizer_dir / name)
+    for stale in tokenizer_dir.iterdir():  # another tokenizer's files would mislead AutoTokenizer
+        if stale.name not in names:
+            stale.unlink()
 
 
 def publish_version(model_dir: Path, version: int, fill: Callable[[Path], None]) -> Path:
