@@ -22,7 +22,7 @@ from conversion import export
 from docq.text.packing import pad
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import tokenizer_files, windows_of
-from tests.checkpoints import FAMILIES, config_of, make_checkpoint
+from tests.support.checkpoints import FAMILIES, config_of, make_checkpoint
 
 pytestmark = pytest.mark.build  # every test here converts a model (tests/tiers.py)
 
