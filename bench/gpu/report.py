@@ -67,8 +67,13 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
     if main and ceiling:
         s["pipeline_efficiency"] = round(main["docs_per_s"] / ceiling["docs_per_s"], 3)
         s["work_ratio"] = round(main["computed_tokens"] / ceiling["computed_tokens"], 4)
-    if base.get("documents"):
+    if base.get("documents") and "windows" in base:
         s["baseline_windows_per_doc"] = round(base["windows"] / base["documents"], 3)
+    if best := base.get("best"):  # a run saved before the FP16 baseline: one FP32 sweep
+        s["baseline_best_docs_per_s"] = best.get("docs_per_s")
+        s["baseline_best_workers"] = best.get("workers")
+        if main:
+            s["ratio"] = round(main["docs_per_s"] / best["docs_per_s"], 2)
     for precision in ("fp32", "fp16"):  # each precision's best worker count, same run
         best = base.get(precision, {}).get("best", {})
         if not best:
