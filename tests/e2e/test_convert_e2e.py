@@ -24,8 +24,8 @@ from docq.text.aggregation import aggregate
 from docq.text.packing import pad
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import windows_of
-from tests.support.checkpoints import ENGLISH, JAPANESE, LABELS, make_checkpoint
 from tests.conftest import settings_env, tenant_headers
+from tests.support.checkpoints import ENGLISH, JAPANESE, LABELS, make_checkpoint
 
 pytestmark = [pytest.mark.e2e, pytest.mark.build]
 
