@@ -47,7 +47,7 @@ def enqueue_due(store: JobStore, celery: Celery, *, now: float, stall_s: float) 
         if token is None:
             enqueued += webhooks.dispatch(store, celery, job_id)
             continue
-        log.info("job %s: its webhook attempt is due; enqueued", job_id)
+        log.info("job %s: its webhook attempt is due; enqueued", job_id, extra={"job_id": job_id})
         enqueue_webhook(celery, job_id, token)
         enqueued += 1
     return enqueued
