@@ -44,7 +44,7 @@ class Process:
 # The Sentinel topology (DOCQ_REDIS_MODE=sentinel make up; issue 22): a master, one replica
 # of it and three Sentinels, a quorum of two of which declares the master down and promotes
 # the replica. Every docq process reaches Redis through the Sentinels (a sentinel:// URL,
-# docq/config_redis.py) and an upload is answered 202 once the replica has it (Redis WAIT).
+# docq/config/redis.py) and an upload is answered 202 once the replica has it (Redis WAIT).
 # honcho stops the whole stack when one process ends, so it always starts whole, in these
 # roles: after a failover, the next `make up` starts 6379 as the master again, on its own
 # data (what only the promoted 6380 took meanwhile is resynced away). A deployment keeps

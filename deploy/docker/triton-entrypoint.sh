@@ -7,7 +7,7 @@
 #                           first use, unloads idle models) needs explicit
 #   DOCQ_MODEL_STARTUP      comma-separated models loaded and warmed before the server
 #   DOCQ_MODEL_PINNED       reports ready (explicit mode); both default to doc-type, as in
-#                           docq/config.py. One missing from the repository is reported, not
+#                           docq/config/. One missing from the repository is reported, not
 #                           fatal (the server starts without it).
 #   DOCQ_TRITON_ADMIN_KEY   set: the admin APIs (RESTRICTED below, as in serving/server.py)
 #                           need the header triton-admin-key with this value, over HTTP and

@@ -4,7 +4,7 @@ base.py        BlobRef (what Redis keeps instead of the bytes), the BlobStore pr
 directory.py   DirectoryStore: files in a directory (file://, the default; a shared volume)
 s3.py          S3Store: objects in an S3-compatible store (s3://bucket/prefix), via boto3
 
-One setting picks the store (DOCQ_BLOB_URL, docq/config_blobs.py). The API streams each
+One setting picks the store (DOCQ_BLOB_URL, docq/config/blobs.py). The API streams each
 multipart file into it as it arrives (api/streaming.py); store/files.py writes the
 references with the job and deletes each blob once its text is stored; the sweeper removes
 blobs no job refers to after a grace period (workers/orphans.py).
@@ -53,6 +53,6 @@ def from_url(url: str, settings: Settings | None = None) -> BlobStore:
 
 def open_blobs(settings: Settings) -> BlobStore:
     """The blob store the settings name (DOCQ_BLOB_URL; empty: make up's .run/blobs)."""
-    from docq.config_blobs import LOCAL_BLOBS
+    from docq.config.blobs import LOCAL_BLOBS
 
     return from_url(settings.blob_url or LOCAL_BLOBS.as_uri(), settings)

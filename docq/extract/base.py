@@ -30,7 +30,7 @@ Method = Literal["text", "ocr", "mixed"]
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-document limits (DOCQ_EXTRACT_*; docq/config_extract.py says what each trades)."""
+    """Per-document limits (DOCQ_EXTRACT_*; docq/config/extract.py says what each trades)."""
 
     max_pages: int = 500
     max_pixels: int = 60_000_000

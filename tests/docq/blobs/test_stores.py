@@ -20,7 +20,7 @@ import pytest
 from docq.blobs import BlobStore, DirectoryStore, from_url, open_blobs, put
 from docq.blobs.s3 import MIN_PART, S3Store
 from docq.config import Settings
-from docq.config_blobs import LOCAL_BLOBS
+from docq.config.blobs import LOCAL_BLOBS
 from docq.errors import BlobStoreUnavailable, RetryableError
 from tests.support.s3 import CREDENTIALS, REGION, make_bucket, s3_emulator
 

@@ -1,8 +1,8 @@
 """Settings: uploaded files (PDF, scans, DOCX, HTML) at the API and in the extract workers.
 
-A module of their own because config_fields.py is at the layout's size limit; they join
-`docq.config.Settings` like every other area. The per-document limits of reading a file
-(pages, pixels, time) are docq.extract's (DOCQ_EXTRACT_*, config_extract.py).
+The per-document limits of reading a file (pages, pixels, time) are docq.extract's
+(DOCQ_EXTRACT_*, docq/config/extract.py); where the bytes wait, the blob store's
+(DOCQ_BLOB_*, docq/config/blobs.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,14 @@ class Files(BaseModel):
         "a reference; a DOCX or HTML part is held in the API's memory while its upload is "
         "parsed (max_upload_bytes), a PDF or image is not. A text file keeps its own cap, 4 "
         "bytes per character of max_document_chars.",
+    )
+    max_stored_upload_bytes: int = Field(
+        4 * 1024 * 1024 * 1024,
+        ge=1,
+        description="Largest multipart upload, counted as it streams (more gets 413). Its "
+        "PDFs and images stream into the blob store and are never held in the API's "
+        "memory, so this is bounded by the store's space, not by memory; text parts are "
+        "held, and still count against max_upload_bytes.",
     )
     read_files_at_once: int = Field(
         4,

@@ -1,9 +1,8 @@
 """Settings: extraction of text from uploaded files (docq.extract), per document.
 
-A field of their own module because config_fields.py is at the layout's size limit; they
-join `docq.config.Settings` like every other area. Each limit trades the same two things:
-a higher one reads larger honest documents, a lower one bounds what a hostile file may
-cost a worker (time, memory) before it is refused as that document's error.
+Each limit trades the same two things: a higher one reads larger honest documents, a lower
+one bounds what a hostile file may cost a worker (time, memory) before it is refused as
+that document's error.
 """
 
 from __future__ import annotations

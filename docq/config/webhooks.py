@@ -1,13 +1,17 @@
-"""The webhook settings of `docq.config.Settings` (an area of config_fields.py, in a module
-of its own for its length). Each setting says, where it is declared, what it trades."""
+"""Settings: the webhook deliveries, and the default webhook of jobs that name none."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+
+from docq.errors import WebhookRefused
+from docq.webhook_guard import check_secret, check_url
 
 
 class Webhooks(BaseModel):
-    """Settings: webhooks and lifecycle."""
+    """Settings: the default webhook, and how deliveries are timed and retried."""
 
     webhook_url: str | None = Field(
         None,
@@ -27,6 +31,7 @@ class Webhooks(BaseModel):
     )
     webhook_timeout_s: float = Field(
         10.0,
+        gt=0,
         description="Deadline of one attempt, whole: DNS, connect, TLS, sending, and the "
         "answer's status and headers, however slowly a receiver trickles them (an attempt's "
         "lease is twice this plus 10 s, so no second copy starts while it runs). Short keeps a "
@@ -35,11 +40,13 @@ class Webhooks(BaseModel):
     )
     webhook_max_attempts: int = Field(
         10,
+        ge=1,
         description="Attempts before an event is dead-lettered. With the default backoff, 10 "
         "attempts span about an hour of receiver outage.",
     )
     webhook_backoff_s: float = Field(
         7.0,
+        gt=0,
         description="Delay before the second attempt; doubles each attempt, with +-25% jitter "
         "so that the retries of an outage do not all arrive in the same second.",
     )
@@ -50,6 +57,7 @@ class Webhooks(BaseModel):
     )
     webhook_stall_s: float = Field(
         30.0,
+        gt=0,
         description="A due delivery that a sweeper enqueued and no attempt has claimed this "
         "many seconds later (its message lost, or its worker dead before the attempt) is "
         "enqueued again. Shorter delivers sooner after a crash; shorter than the webhooks "
@@ -62,9 +70,29 @@ class Webhooks(BaseModel):
         "this many bytes. Saves the receiver a round trip for small jobs, at the cost of "
         "larger payloads; 0 never inlines.",
     )
-    keep_documents: bool = Field(
-        False,
-        description="Keep a shard's documents until the job expires. Off deletes them as soon "
-        "as their results are written (less data held, less memory); a redelivered finished "
-        "shard is then skipped instead of re-run.",
-    )
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _usable_url(cls, url: str | None) -> str | None:
+        if not url:
+            return None  # DOCQ_WEBHOOK_URL= (empty): no default webhook
+        _refuse_as_value_error(check_url, url)
+        return url
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _secret_of_the_url(cls, secret: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("webhook_url") is None:  # none, or refused above (its own error)
+            return secret
+        if not secret:
+            raise ValueError("webhook_url needs webhook_secret (a whsec_... secret)")
+        _refuse_as_value_error(check_secret, secret)
+        return secret
+
+
+def _refuse_as_value_error(check: Callable[[str], object], value: str) -> None:
+    """Run a webhook_guard check; its refusal becomes the field's error (pydantic's kind)."""
+    try:
+        check(value)
+    except WebhookRefused as exc:
+        raise ValueError(f"default webhook: {exc.message}") from None

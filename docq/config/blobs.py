@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from docq.config_fields import REPO_ROOT
+from docq.config.paths import REPO_ROOT
 
 # Where make up's blobs go when DOCQ_BLOB_URL is empty (.run/ is ignored by git).
 LOCAL_BLOBS = REPO_ROOT / ".run" / "blobs"
@@ -41,14 +41,6 @@ class Blobs(BaseModel):
         description="Part size of an S3 multipart upload: a file streaming into S3 holds one "
         "part in the API's memory. Larger parts take fewer requests and more memory per "
         "upload being parsed (S3's smallest is 5 MiB).",
-    )
-    max_stored_upload_bytes: int = Field(
-        4 * 1024 * 1024 * 1024,
-        ge=1,
-        description="Largest multipart upload, counted as it streams (more gets 413). Its "
-        "PDFs and images stream into the blob store and are never held in the API's "
-        "memory, so this is bounded by the store's space, not by memory; text parts are "
-        "held, and still count against max_upload_bytes.",
     )
     blob_orphan_grace_s: float = Field(
         3600.0,
