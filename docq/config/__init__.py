@@ -64,7 +64,7 @@ class Settings(  # one base per area
     Triton,
     Redis,
 ):
-    """docq settings; validated once at process start (fields: a module per area, above)."""
+    """docq settings, validated once at process start (fields: a module per area, above)."""
 
     # hide_input_in_errors: an error must not print a secret (API key secret, webhook
     # secret, a password in redis_url) into a log. BaseSettings validates defaults too, so
