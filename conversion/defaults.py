@@ -1,6 +1,6 @@
 """What `docq convert` builds unless told otherwise, per runtime: in this one place.
 
-Each runtime's defaults are the configuration its benchmarks found best. conversion/convert.py's
+Each runtime's defaults are the configuration its benchmarks found best. conversion/target.py's
 Target takes every default from here, `docq convert --help` prints `describe()`, the GPU
 benches convert with these and no overrides (bench/gpu/model.py: a variant that overrides
 one carries it in its label), and tests/bench/test_gpu_defaults.py fails when the

@@ -2,7 +2,7 @@
 batching; torch-gpu's engine choices) and the Triton settings it writes, checked when made.
 
 Its defaults per runtime are conversion/defaults.py's, where the measurements behind them
-are cited; `docq convert`'s options (conversion/cli/convert.py) fill it.
+are cited; `docq convert`'s options (conversion/cli_convert.py) fill it.
 """
 
 from __future__ import annotations
