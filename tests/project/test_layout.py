@@ -48,7 +48,7 @@ def test_no_code_imports_the_tests(room: str) -> None:
 
 
 # bench/ and devstack/ too since issue 23 split bench/gpu/serve.py (649 lines) into its parts.
-@pytest.mark.parametrize("room", ["docq", "api", "workers", "bench", "devstack"])
+@pytest.mark.parametrize("room", ["docq", "api", "workers", "bench", "devstack", "serving"])
 def test_modules_of_the_core_api_workers_bench_and_devstack_stay_short(room: str) -> None:
     long = {
         str(p.relative_to(REPO)): n
