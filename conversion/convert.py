@@ -162,9 +162,8 @@ def publish(staged: Staged, repository: Path, version: int | None = None) -> Pat
     check_compatible(model_dir, staged.labels)
     version = version or next_version(model_dir)
 
-    def fill(folder: Path) -> None:
-        for path in staged.folder.iterdir():
-            shutil.copyfile(path, folder / path.name)
+    def fill(folder: Path) -> None:  # the runtime's package (docq_runtime/) is a folder
+        shutil.copytree(staged.folder, folder, dirs_exist_ok=True)
 
     package.write_metadata(model_dir, staged.config, staged.labels, staged.checkpoint)
     return package.publish_version(model_dir, version, fill)

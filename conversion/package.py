@@ -45,8 +45,8 @@ def publish_version(model_dir: Path, version: int, fill: Callable[[Path], None])
     tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=model_dir))
     try:
         fill(tmp)
-        for path in tmp.iterdir():
-            path.chmod(0o644)
+        for path in tmp.iterdir():  # a folder (the runtime's package) must stay traversable
+            path.chmod(0o755 if path.is_dir() else 0o644)
         tmp.chmod(0o755)
         if target.exists():
             # rename() cannot replace a non-empty folder: move the old one aside first (one

@@ -8,6 +8,8 @@ execute() returned (`Request.answer` waits for that answer).
 
 from __future__ import annotations
 
+import ast
+import importlib
 import importlib.util
 import json
 import sys
@@ -85,48 +87,49 @@ def get_input_tensor_by_name(request: dict[str, np.ndarray], name: str) -> np.nd
 
 
 def load_runtime(path: Path) -> types.ModuleType:
-    """Import a model.py with this module standing in for the stub's utilities, and the
-    modules it imports from its version folder (docq_execute.py and the runtime's own
-    helpers beside it, else their sources in serving/runtimes/) as the stub would find
-    them, only for that import: the model keeps what it bound, and other importers keep
-    theirs."""
-    from serving.runtimes import SOURCES, helpers
+    """Import a runtime as Triton's stub would, with this module standing in for the stub's
+    utilities: `path` is an installed model.py (the package beside it, `docq_runtime/`) or a
+    module of serving/runtimes/ (that package). The package is imported afresh under the
+    name it has beside model.py, only for this import: the runtime keeps what it bound, and
+    other importers keep theirs. Returns the runtime's module (torch_gpu, ...), through
+    which its parts are reached (`runtime.flat.attention`)."""
+    from serving.runtimes import PACKAGE, SOURCES
 
-    runtime = path.stem if path.stem != "model" else _runtime_of(path)
-    files = {}
-    for name, source in helpers(runtime).items():
-        beside = path.parent / name
-        files[name.removesuffix(".py")] = beside if beside.exists() else SOURCES / source
-    names = ("triton_python_backend_utils", *files)
-    before = {name: sys.modules.get(name) for name in names}
-    sys.modules[names[0]] = sys.modules[__name__]
+    folder, runtime = path.parent, path.stem
+    if path.name == "model.py":
+        runtime = _runtime_of(path)
+        folder = path.parent / PACKAGE if (path.parent / PACKAGE).is_dir() else SOURCES
+    ours = [name for name in sys.modules if name.partition(".")[0] == PACKAGE]
+    before = {name: sys.modules.pop(name) for name in ours}
+    stub = sys.modules.get("triton_python_backend_utils")
+    sys.modules["triton_python_backend_utils"] = sys.modules[__name__]
     try:
-        for name, file in files.items():
-            try:
-                sys.modules[name] = _exec(name, file)
-            except ImportError:  # docq_kernels without OpenAI Triton: the runtime falls back
-                sys.modules.pop(name, None)
-        return _exec(f"runtime_{path.stem}", path)
+        _exec(PACKAGE, folder / "__init__.py", package=folder)
+        return importlib.import_module(f"{PACKAGE}.{runtime}")
     finally:
-        for name, module in before.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
+        for name in [name for name in sys.modules if name.partition(".")[0] == PACKAGE]:
+            del sys.modules[name]
+        sys.modules.update(before)
+        if stub is None:
+            sys.modules.pop("triton_python_backend_utils", None)
+        else:
+            sys.modules["triton_python_backend_utils"] = stub
 
 
 def _runtime_of(model: Path) -> str:
-    """Which runtime an installed model.py is (the helpers beside it say)."""
-    from serving.runtimes import HELPERS
+    """Which runtime an installed model.py imports (`from docq_runtime.<runtime> import`)."""
+    from serving.runtimes import PACKAGE
 
-    for runtime, files in HELPERS.items():
-        if all((model.parent / name).exists() for name in files):
-            return runtime
-    return ""
+    for node in ast.walk(ast.parse(model.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{PACKAGE}."):
+            return (node.module or "").removeprefix(f"{PACKAGE}.")
+    raise ValueError(f"{model} imports no runtime of {PACKAGE}")
 
 
-def _exec(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
+def _exec(name: str, path: Path, package: Path | None = None) -> types.ModuleType:
+    """Execute the module (or, with `package`, the package folder) at `path` as `name`."""
+    locations = [str(package)] if package is not None else None
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=locations)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up while it executes

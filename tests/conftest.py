@@ -192,7 +192,6 @@ def link_model(repository: Path, name: str, source: Path | None = None) -> Path:
     for entry in ("labels.txt", "tokenizer"):
         (target / entry).symlink_to(source / entry)
     (target / "1").mkdir()
-    for f in (source / "1").iterdir():
-        if f.is_file():
-            (target / "1" / f.name).symlink_to(f)
+    for f in (source / "1").iterdir():  # files, and the runtime's package (docq_runtime/)
+        (target / "1" / f.name).symlink_to(f)
     return target

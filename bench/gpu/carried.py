@@ -35,9 +35,8 @@ NOT_THERE = {
     "tensorrt": "NVIDIA's own index only; conversion.tensorrt says TensorRT is absent",
     "openvino": "doc-type's CPU runtimes: bench.gpu.parity pack-openvino carries it apart",
     "pytriton": "the trimmed tritonserver folder of .devpack/tritonserver.tar.xz",
-    "docq_execute": "serving/runtimes/execute.py, installed beside the model (runtimes.HELPERS)",
-    "docq_flat": "serving/runtimes/flat.py, installed beside the model (runtimes.HELPERS)",
-    "docq_kernels": "serving/runtimes/kernels.py, installed beside the model (runtimes.HELPERS)",
+    "triton_python_backend_utils": "Triton's Python-backend stub provides it to the runtimes "
+    "(serving/runtimes/execute.py); serving.pb_stub stands in for it in-process",
     "boto3": "the S3 blob store's client, imported only where DOCQ_BLOB_URL is s3:// (the "
     "device's stack keeps file bytes in a directory: docq.blobs.open_blobs)",
     "botocore": "boto3's own, as boto3",
@@ -89,8 +88,12 @@ def third_party_imports(entry: tuple[str, ...] = ENTRY) -> dict[str, set[str]]:
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.ImportFrom):  # relative ones from the module's package
+                package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = ".".join(p for p in (package if node.level else "", node.module) if p)
+                names = [base, *(f"{base}.{a.name}" for a in node.names)] if base else []
             for name in names:
                 top = name.split(".")[0]
                 if top in ROOTS:

@@ -16,6 +16,11 @@ DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 MODEL = "roberta-large-doc"
 LABELS = ("invoice", "receipt", "contract", "letter", "report", "other")
 MAX_LEN, VOCAB = 512, 50265
+# RoBERTa's special tokens, at its ids: <s> 0, <pad> 1, </s> 2, <unk> 3, <mask> 4.
+SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+# The byte-level BPE's training text: doc-type documents of a seed the benches never upload
+# (2,000 of them, 6 MB, give all of RoBERTa-large's 50,265 tokens).
+TOKENIZER_DOCS, TOKENIZER_SEED = 2000, 9001
 PARAM = "param."  # a variant's `param.sdpa_backend=cudnn`: a config parameter, not a field
 DEFAULT = "default"  # the variant that converts with the converter's defaults, no overrides
 
@@ -129,24 +134,46 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
     return config
 
 
+def build_tokenizer(folder: Path) -> Any:
+    """A RoBERTa tokenizer made here (no hub): byte-level BPE of VOCAB tokens trained on
+    doc-type text, framed `<s> ... </s>`, pad id 1, saved in `folder` as `save_pretrained`
+    saves RoBERTa's (tokenizer.json + tokenizer_config.json); returned loaded from there, as
+    docq's workers load it."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import RobertaTokenizerFast
+
+    from corpus.doc_type import generate
+    from docq.text.tokenizing import load_tokenizer
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB, special_tokens=list(SPECIALS), show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )  # fmt: skip
+    tok.train_from_iterator((d.text for d in generate(TOKENIZER_DOCS, TOKENIZER_SEED)), trainer)
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    RobertaTokenizerFast(tokenizer_object=tok, model_max_length=MAX_LEN).save_pretrained(folder)
+    return load_tokenizer(folder)
+
+
 def build_model(
     work: Path, tiny: bool, on_gpu: bool, overrides: dict[str, Any] | None = None
 ) -> tuple[Path, Path, dict[str, Any]]:
     """The pipeline bench's model: a random RoBERTa classifier of roberta_config's shape with
-    the demo tokenizer's vocabulary, published by publish_variant (with `overrides`, a
-    Variant's: `gelu=tanh`, `precision=fp8`) with the tokenizer beside it; (repository,
+    a RoBERTa tokenizer (build_tokenizer), published by publish_variant (with `overrides`,
+    a Variant's: `gelu=tanh`, `precision=fp8`) with the tokenizer beside it; (repository,
     checkpoint, facts)."""
     import torch
     from google.protobuf import json_format
     from transformers import AutoModelForSequenceClassification
 
-    # imported here: the serve bench's client processes import this module, not transformers
-    from docq.text.tokenizing import load_tokenizer
-
-    tok = load_tokenizer(DEMO_TOKENIZER)
+    tokenizer = work / "tokenizer"
+    tok = build_tokenizer(tokenizer)
     config = roberta_config(tiny)
-    # Real documents tokenize: the demo tokenizer's ids index the embeddings, its [PAD] is
-    # the padding index RoBERTa derives position ids from.
+    # Real documents tokenize: the tokenizer's ids index the embeddings, its <pad> is the
+    # padding index RoBERTa derives position ids from.
     config.vocab_size = len(tok)
     config.pad_token_id = tok.pad_token_id
     config.bos_token_id, config.eos_token_id = tok.cls_token_id, tok.sep_token_id
@@ -159,23 +186,31 @@ def build_model(
         )
     model.eval().save_pretrained(checkpoint, safe_serialization=True)
     del model
-    for f in DEMO_TOKENIZER.iterdir():  # the old service loads its tokenizer from here
+    for f in tokenizer.iterdir():  # the old service loads its tokenizer from here
         shutil.copy2(f, checkpoint / f.name)
     repo = work / "repo"
     served = publish_variant(repo, checkpoint, Variant(MODEL, dict(overrides or {})), on_gpu)
-    shutil.copytree(DEMO_TOKENIZER, repo / MODEL / "tokenizer")
+    shutil.copytree(tokenizer, repo / MODEL / "tokenizer")  # what docq's workers load
     facts = {
         "name": MODEL,
         "layers": config.num_hidden_layers,
         "hidden": config.hidden_size,
         "heads": config.num_attention_heads,
         "vocab": config.vocab_size,
+        "tokenizer": f"{type(tok).__name__} (byte-level BPE), pad id {tok.pad_token_id}",
         "labels": list(LABELS),
         "overrides": dict(overrides or {}),
         "label": Variant(MODEL, dict(overrides or {})).label,
         "config": json_format.MessageToDict(served),
-        "runtime_sha256": hashlib.sha256(
-            (REPO_ROOT / "serving" / "runtimes" / "torch_gpu.py").read_bytes()
-        ).hexdigest(),
+        "runtime_sha256": runtime_sha256(),
     }
     return repo, checkpoint, facts
+
+
+def runtime_sha256(sources: Path = REPO_ROOT / "serving" / "runtimes") -> str:
+    """One digest of the runtime's package as installed beside model.py (every module, by
+    its path in the package), so that a run names the code it served."""
+    digest = hashlib.sha256()
+    for path in sorted(sources.rglob("*.py")):
+        digest.update(path.relative_to(sources).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

@@ -67,7 +67,7 @@ from bench.corpus import generate_parallel, longest, window_counts
 from bench.docq_jobs import run_docq
 from bench.gpu.baseline import run_baseline_gpu, sample
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
-from bench.gpu.model import DEMO_TOKENIZER, MODEL, Variant, build_model
+from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import console, show, summarise, tree_note
 from bench.gpu.runs import run_bulk, run_scaling, run_triton_rebuilt, upload_long_docq
 from bench.gpu.scans import run_scans
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         r["model"]["build_s"] = round(time.monotonic() - t, 1)
         docs = docs_future.result()
     small = [d for d in generate(300, args.seed + 1) if len(d.text) < 1500]
-    counts = window_counts(docs, DEMO_TOKENIZER)
+    counts = window_counts(docs, repo / MODEL / "tokenizer")  # the served model's
     long_docs = [docs[i] for i in longest(docs, counts, args.long_documents)]
     r["corpus"] = {
         "documents": len(docs),

@@ -1,6 +1,7 @@
-"""The request loop every docq runtime shares, copied beside each model.py as
-`docq_execute.py` (a model runs alone inside Triton's Python-backend stub, which puts its
-version folder on `sys.path`; it cannot import docq).
+"""The request loop every docq runtime shares (a runtime imports it as `from .execute
+import ...`: the package travels beside each model.py as `docq_runtime/`; a model runs
+alone inside Triton's Python-backend stub, which puts its version folder on `sys.path`;
+it cannot import docq).
 
 A runtime supplies one function over the whole batch of an execute(): either
 `run(input_ids, attention_mask) -> logits` over the requests padded into one array pair,
@@ -213,7 +214,7 @@ class Responder:
             try:
                 job()
             except Exception as exc:  # answer() catches the run's errors: this is a bug
-                print(f"docq_execute: responder job failed: {exc!r}", file=sys.stderr)
+                print(f"docq_runtime.execute: responder job failed: {exc!r}", file=sys.stderr)
             finally:
                 self._slots.release()
 
@@ -224,7 +225,7 @@ def _send(sender: Any, response: Any) -> None:
     try:
         sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     except Exception as exc:
-        print(f"docq_execute: a response could not be sent: {exc}", file=sys.stderr)
+        print(f"docq_runtime.execute: a response could not be sent: {exc}", file=sys.stderr)
 
 
 def _failed(exc: BaseException, runtime: str, invalid: tuple[type[BaseException], ...]) -> Any:

@@ -1,10 +1,11 @@
 """Triton Python-backend model for the `onnx-cpu` runtime: ONNX Runtime on CPU.
 
-Copied to `model_repository/<name>/<version>/model.py` by conversion/. It runs inside
-Triton's Python-backend stub with the project virtualenv's packages (onnxruntime, numpy).
+Installed as `model_repository/<name>/<version>/model.py` (one import of this module) by
+conversion/. It runs inside Triton's Python-backend stub with the project virtualenv's
+packages (onnxruntime, numpy).
 
-The request loop (reading, padding, splitting, errors) is `docq_execute`, copied beside it
-from serving/runtimes/execute.py; this file only loads the session and runs it.
+The request loop (reading, padding, splitting, errors) is execute.py, of the same package
+(copied beside model.py as `docq_runtime/`); this file only loads the session and runs it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 
 import numpy as np
 import onnxruntime as ort
-from docq_execute import OUTPUT, execute, parameter  # copied beside this file
 from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+
+from .execute import OUTPUT, execute, parameter
 
 
 class TritonPythonModel:
@@ -35,8 +37,8 @@ class TritonPythonModel:
         path = Path(args["model_repository"]) / args["model_version"] / "model.onnx"
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
-    def execute(self, requests: list[Any]) -> list[Any]:
-        """One response per request, in order (docq_execute pads them into one ORT call)."""
+    def execute(self, requests: list[Any]) -> list[Any] | None:
+        """One response per request, in order (execute.py pads them into one ORT call)."""
         # ONNX Runtime checks every Gather index itself (INVALID_ARGUMENT when one is out
         # of range); negative ids, which it would wrap, execute() refuses.
         return execute(requests, self._run, "onnxruntime", invalid=(InvalidArgument,))

@@ -1,15 +1,15 @@
 """Triton Python-backend model for the `openvino-cpu` runtime: OpenVINO on CPU.
 
-Copied to `model_repository/<name>/<version>/model.py` by `docq convert --runtime
-openvino-cpu`, beside the OpenVINO IR it compiles (`model.xml`, `model.bin`: FP32 weights,
-converted from the checked ONNX export). It runs inside Triton's Python-backend stub with
-the project virtualenv's packages (openvino, numpy).
+Installed as `model_repository/<name>/<version>/model.py` (one import of this module) by
+`docq convert --runtime openvino-cpu`, beside the OpenVINO IR it compiles (`model.xml`,
+`model.bin`: FP32 weights, converted from the checked ONNX export). It runs inside Triton's
+Python-backend stub with the project virtualenv's packages (openvino, numpy).
 
 The `precision` parameter is OpenVINO's inference precision: `fp32` by default. OpenVINO's
 CPU plugin would otherwise pick bf16 by itself on a CPU with AMX or AVX-512 BF16, which is
 faster and fails docq's parity gate (docs/performance.md, Parity), so the hint is always set.
-The request loop (reading, padding, splitting, errors) is `docq_execute`, copied beside it
-from serving/runtimes/execute.py; this file only compiles the model and runs it.
+The request loop (reading, padding, splitting, errors) is execute.py, of the same package
+(copied beside model.py as `docq_runtime/`); this file only compiles the model and runs it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 import openvino as ov
-from docq_execute import OUTPUT, execute, parameter  # copied beside this file
+
+from .execute import OUTPUT, execute, parameter
 
 # docq precision name -> OpenVINO's inference precision hint
 PRECISIONS = {"fp32": "f32", "bf16": "bf16"}
@@ -80,8 +81,8 @@ class TritonPythonModel:
         self.request = self.compiled.create_infer_request()
         self.vocab_size = vocabulary_size(ov.Core().read_model(str(path)))
 
-    def execute(self, requests: list[Any]) -> list[Any]:
-        """One response per request, in order (docq_execute pads them into one call)."""
+    def execute(self, requests: list[Any]) -> list[Any] | None:
+        """One response per request, in order (execute.py pads them into one call)."""
         return execute(requests, self._run, "openvino", vocab_size=self.vocab_size)
 
     def _run(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ def staged(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> c
 
 def test_onnx_cpu_build_holds_the_checked_graph_and_the_runtime(staged: convert.Staged) -> None:
     assert sorted(p.name for p in staged.folder.iterdir()) == [
-        "docq_execute.py",
+        "docq_runtime",
         "model.onnx",
         "model.py",
     ]
@@ -282,7 +282,7 @@ def test_fused_build_holds_onnx_runtimes_fused_transformer_ops(
     assert built.config.parameters["graph"].string_value == "fused"
     assert built.config.parameters["runtime"].string_value == "onnx-cpu"
     assert sorted(p.name for p in built.folder.iterdir()) == [
-        "docq_execute.py",
+        "docq_runtime",
         "model.onnx",
         "model.py",
     ]
@@ -308,10 +308,10 @@ def test_openvino_build_ships_fp32_ir_and_its_runtime(
     built = convert.stage(
         tiny_checkpoint, convert.Target("tiny", "openvino-cpu", max_seq_len=128), tmp_path / "ov"
     )
-    assert {"model.xml", "model.bin", "model.py", "docq_execute.py"} <= {
+    assert {"model.xml", "model.bin", "model.py", "docq_runtime"} <= {
         p.name for p in built.folder.iterdir()
     }
-    assert "OpenVINO" in (built.folder / "model.py").read_text()
+    assert "docq_runtime.openvino_cpu" in (built.folder / "model.py").read_text()
     assert built.config.backend == "python"
     assert built.config.instance_group[0].kind == mc.ModelInstanceGroup.KIND_CPU
     params = {k: v.string_value for k, v in built.config.parameters.items()}

@@ -17,8 +17,7 @@ from corpus.doc_lang import LANGUAGES, PHRASES, generate
 from docq.text.aggregation import Aggregation
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of
-
-RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "onnx_cpu.py"
+from serving import runtimes
 
 
 def test_corpus_is_seeded_and_balanced() -> None:
@@ -65,7 +64,7 @@ def test_built_version_classifies_held_out_documents() -> None:
     onnx_path = MODEL_DIR / "1" / "model.onnx"
     if not onnx_path.exists():
         pytest.fail("doc-lang is not built: run `make model` (python -m conversion.demo_lang)")
-    assert (MODEL_DIR / "1" / "model.py").read_bytes() == RUNTIME.read_bytes()
+    assert (MODEL_DIR / "1" / "model.py").read_text() == runtimes.model_py("onnx_cpu")
     record = json.loads((attestation.HEADS / "doc-lang.json").read_text(encoding="utf-8"))
     assert attestation.sha256(onnx_path) == record["onnx_sha256"]  # the attested file
     graph = onnx.load(str(onnx_path), load_external_data=False)

@@ -54,9 +54,9 @@ def session() -> export.ort.InferenceSession:
 
 
 def test_version_folder_holds_the_graph_and_the_runtime() -> None:
-    runtime = runtimes.SOURCES / "onnx_cpu.py"
-    assert (MODEL_DIR / "1" / "model.py").read_bytes() == runtime.read_bytes()
-    assert (MODEL_DIR / "1" / runtimes.HELPER).exists()
+    assert (MODEL_DIR / "1" / "model.py").read_text() == runtimes.model_py("onnx_cpu")
+    package = MODEL_DIR / "1" / runtimes.PACKAGE
+    assert (package / "execute.py").read_bytes() == (runtimes.SOURCES / "execute.py").read_bytes()
     assert not [p for p in MODEL_DIR.iterdir() if p.name.startswith((".building-", ".old-"))]
 
 
@@ -133,7 +133,7 @@ def _load_runtime() -> ModuleType:
     import pytriton
 
     utils = Path(pytriton.__file__).parent / "tritonserver" / "backends" / "python"
-    version = MODEL_DIR / "1"  # model.py imports the request loop beside it (docq_execute)
+    version = MODEL_DIR / "1"  # model.py imports the runtime's package beside it
     sys.path[:0] = [str(utils), str(version)]
     try:
         spec = importlib.util.spec_from_file_location(
@@ -146,7 +146,8 @@ def _load_runtime() -> ModuleType:
     finally:
         sys.path.remove(str(utils))
         sys.path.remove(str(version))
-        sys.modules.pop(runtimes.HELPER.removesuffix(".py"), None)
+        for name in [n for n in sys.modules if n.partition(".")[0] == runtimes.PACKAGE]:
+            sys.modules.pop(name)
 
 
 def test_served_runtime_computes_what_onnx_runtime_computes(

@@ -57,3 +57,17 @@ def test_failed_build_keeps_the_served_version(tmp_path: Path) -> None:
         publish_version(tmp_path, 1, broken)
     assert (tmp_path / "1" / "model.onnx").read_text() == "good"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1"]
+
+
+def test_published_files_are_readable_and_folders_traversable(tmp_path: Path) -> None:
+    """The runtime's package (docq_runtime/) is a folder beside model.py: a Triton running
+    as another user must be able to enter it, as it reads the files."""
+
+    def fill(folder: Path) -> None:
+        _writer("v1")(folder)
+        (folder / "docq_runtime").mkdir(mode=0o700)
+        (folder / "docq_runtime" / "__init__.py").write_text("")
+
+    target = publish_version(tmp_path, 1, fill)
+    assert (target / "model.py").stat().st_mode & 0o777 == 0o644
+    assert (target / "docq_runtime").stat().st_mode & 0o777 == 0o755

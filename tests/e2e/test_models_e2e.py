@@ -25,7 +25,7 @@ from corpus.doc_lang import LANGUAGES
 from corpus.doc_lang import generate as doc_lang_documents
 from corpus.doc_type import LABELS
 from corpus.doc_type import generate as doc_type_documents
-from devstack.services import REPO, celery_worker, free_port, redis_server, triton_server, wait_for
+from devstack.services import celery_worker, free_port, redis_server, triton_server, wait_for
 from docq.config import Settings
 from docq.jobs import JobStatus
 from tests.conftest import MODEL_REPOSITORY, link_model, settings_env, tenant_headers
@@ -41,15 +41,13 @@ def _slow_variant(repository: Path) -> None:
     config = (folder / "config.pbtxt").read_text().replace('"doc-lang"', '"doc-lang-slow"')
     (folder / "config.pbtxt").write_text(config)
     (folder / "1" / "model.py").unlink()
-    runtime = REPO / "serving" / "runtimes" / "onnx_cpu.py"
-    (folder / "1" / "model.py").write_text(
-        f"""import importlib.util, time
-_spec = importlib.util.spec_from_file_location("onnx_cpu", {str(runtime)!r})
-_base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_base)
+    (folder / "1" / "model.py").write_text(  # the package is beside it (link_model)
+        f"""import time
+
+from docq_runtime.onnx_cpu import TritonPythonModel as _Base
 
 
-class TritonPythonModel(_base.TritonPythonModel):
+class TritonPythonModel(_Base):
     def initialize(self, args):
         time.sleep({SLOW_LOAD_S})
         super().initialize(args)

@@ -1,4 +1,4 @@
-"""The torch-gpu runtime's flat engine (serving/runtimes/flat.py, kernels.py): every
+"""The torch-gpu runtime's flat engine (serving/runtimes/flat/, kernels/): every
 execute()'s real tokens in one tensor with sequence offsets, no padding.
 
 The CPU tests run everywhere (attention per sequence, FP8 emulated). The CUDA tests run
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -30,12 +31,12 @@ import torch.nn.functional as F
 
 from serving import pb_stub
 from serving.pb_stub import request
+from tests.support.gpu import cuda
 from tests.support.tiny import reference_logits, tiny_bert, tiny_roberta
 
 RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
 LABELS = ("a", "b", "c", "d")
 MAX_SEQ_LEN = 128
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +86,6 @@ def reference(version: Path, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def vocab(version: Path) -> int:
-    import json
-
     return int(json.loads((version / "config.json").read_text())["vocab_size"])
 
 
@@ -171,7 +170,7 @@ def test_a_mask_that_is_not_right_padded_is_refused_alone(
 def test_positions_follow_each_architecture(runtime: types.ModuleType, version: Path) -> None:
     from transformers import AutoConfig
 
-    flat_module = runtime.flat
+    flat_module = runtime.flat.checkpoint
     config = AutoConfig.from_pretrained(str(version))
     ids = np.array([5, 6, 7, 8, 9, 10], dtype=np.int64)
     cu = np.array([0, 4, 6], dtype=np.int32)
@@ -213,7 +212,7 @@ def test_an_unknown_attention_kernel_is_refused(runtime: types.ModuleType, versi
 def test_cudnn_attention_that_raises_or_differs_from_flash_is_refused(
     runtime: types.ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = runtime.flat
+    module = runtime.flat.attention
     # On a CPU cuDNN has no kernel: the check says so instead of raising.
     assert module.cudnn_refused("cpu", 4, 64, 16).startswith("cuDNN refused the call")
     monkeypatch.setattr(module, "varlen_attn", lambda q, k, v, *a: q)
@@ -238,7 +237,7 @@ def test_the_triton_small_attention_falls_back_to_flash_where_it_cannot_run(
     model = flat(runtime, version, "CPU", small_attention="triton")
     assert model.flat.small_attention == "flash"
     assert model.flat.small_attention_note == "needs CUDA and OpenAI Triton"
-    module = runtime.flat  # a GPU host whose kernel fails or differs is refused too
+    module = runtime.flat.attention  # a GPU host whose kernel fails or differs is refused too
     monkeypatch.setattr(module, "varlen_attn", lambda q, k, v, *a: q)
 
     def fails(*a: Any) -> torch.Tensor:
@@ -249,110 +248,132 @@ def test_the_triton_small_attention_falls_back_to_flash_where_it_cannot_run(
         (lambda q, *a: q + 0.5, "the Triton kernel differs from flash by 0.5"),
         (lambda q, *a: q + 1e-3, ""),
     ):
-        monkeypatch.setattr(module, "kernels", SimpleNamespace(varlen_attention=kernel))
+        monkeypatch.setattr(module, "triton_kernel", SimpleNamespace(varlen_attention=kernel))
         refused = module.triton_refused("cpu", 4, 64, 16)
         assert refused.startswith(said) if said else refused == "", refused
 
 
-def interpreted(script: str, dtype: str, tolerance: float) -> str:
-    """What `script` printed, run through OpenAI Triton's interpreter on the CPU. In a
-    process of its own: TRITON_INTERPRET is read when triton is first imported."""
+# OpenAI Triton's interpreter (TRITON_INTERPRET=1) runs docq's kernels on the CPU. It is
+# read when triton is first imported, so the kernels run in a process of their own: one
+# process for every case below (a start costs tens of seconds of imports on a busy CI box),
+# on the smallest shapes that still reach every branch of each kernel.
+INTERPRETED = """
+import json, sys, traceback
+import numpy as np, torch
+import torch.nn.functional as F
+from serving.runtimes.flat import attention as flat
+from serving.runtimes.kernels import attention, gemm
+
+
+def varlen_attention(dtype, tolerance):
+    torch.manual_seed(0)
+    # a window shorter than a block (and a grid row with none of its tokens: the early
+    # exit), one of exactly a block, one token, one of two query and key blocks
+    heads, dim, sizes = 2, 16, [5, 64, 1, 100]
+    cu = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    tokens = int(cu[-1]) + 7  # a graph's bucket: tokens past the last window
+    qkv = torch.randn(tokens, 3 * heads * dim).to(dtype)
+    q, k, v = qkv.view(tokens, 3, heads, dim).unbind(1)
+    got = attention.varlen_attention(q, k, v, torch.from_numpy(cu), 128)
+    assert got.dtype == dtype, got.dtype
+    want = flat.sdpa_per_window(q.float(), k.float(), v.float(), cu.tolist(), cu.tolist())
+    n = int(cu[-1])
+    torch.testing.assert_close(got[:n].float(), want[:n], atol=tolerance, rtol=tolerance)
+    try:
+        attention.varlen_attention(q[..., :12], k[..., :12], v[..., :12], cu, 128)
+        return "a head width of 12 was taken"
+    except ValueError as exc:
+        assert "power of two" in str(exc), exc
+    return f"windows {len(sizes)} max diff {float((got[:n] - want[:n]).abs().max())}"
+
+
+def linear(dtype, tolerance, cases):
+    Tiles = gemm.Tiles
+    torch.manual_seed(0)
+    rows, width, n = 77, 48, 80  # a part-full last block of rows and of columns
+    x = torch.randn(rows, width).to(dtype)
+    w, b = (torch.randn(n, width) * 0.2).to(dtype), torch.randn(n).to(dtype)
+    exact = F.linear(x.float(), w.float(), b.float())
+    tilings = {"whole": Tiles(32, 32, 16, 2, 4), "subtile": Tiles(32, 64, 16, 2, 4, subtile=True),
+               "specialize": Tiles(16, 32, 32, 2, 4, specialize=True)}
+    worst = 0.0
+    for name, gelu in cases:
+        want = F.gelu(exact, approximate="tanh") if gelu else exact
+        got = gemm.linear(x, w, b, tilings[name], gelu=gelu, programs=3)  # 3 walk all blocks
+        assert got.dtype == dtype and got.shape == (rows, n), (got.dtype, got.shape)
+        torch.testing.assert_close(got.float(), want, atol=tolerance, rtol=tolerance)
+        worst = max(worst, float((got.float() - want).abs().max()))
+    big = torch.zeros(rows + 50, n, dtype=dtype)  # into rows of a larger output, no others
+    gemm.linear(x[:30], w, b, tilings["whole"], out=big[40:70], programs=2)
+    torch.testing.assert_close(big[40:70].float(), exact[:30], atol=tolerance, rtol=tolerance)
+    assert not big[:40].any() and not big[70:].any(), "rows outside out were written"
+    assert not gemm.tma_ready(x.t()) and not gemm.tma_ready(x[:, 1:])
+    try:
+        gemm.linear(x[:, 1:], w[:, 1:], b, tilings["whole"])
+        return "a misaligned operand was taken"
+    except ValueError as exc:
+        assert "TMA-ready" in str(exc), exc
+    return f"tilings {len({name for name, _ in cases})} max diff {worst}"
+
+
+for name, dtype, tolerance, *cases in json.loads(sys.argv[1]):
+    try:
+        args = (getattr(torch, dtype), tolerance, *cases)
+        said = (varlen_attention if name == "attention" else linear)(*args)
+    except Exception:
+        said = traceback.format_exc()
+    print(json.dumps([name, dtype, said]))
+"""
+# (kernel, dtype, tolerance[, (tiling, gelu) cases]): float32, then float16, the served
+# dtype with its casts; between them every tiling runs with and without the tanh GELU.
+CASES = [
+    ("attention", "float32", 1e-5),
+    ("attention", "float16", 3e-3),
+    ("linear", "float32", 1e-5, [("whole", True), ("subtile", False), ("specialize", True)]),
+    ("linear", "float16", 4e-3, [("whole", False), ("subtile", True), ("specialize", False)]),
+]
+
+
+@pytest.fixture(scope="module")
+def interpreted() -> dict[tuple[str, str], str]:
+    """What each case of INTERPRETED said, run through OpenAI Triton's interpreter on the CPU."""
     pytest.importorskip("triton")
     numpy = tuple(int(part) for part in importlib.metadata.version("numpy").split(".")[:2])
     if numpy >= (2, 4):  # the H200's own Python has 2.4; docq pins numpy < 2
         pytest.skip("Triton 3.6's interpreter fails under numpy >= 2.4 (triton-lang/triton#9171)")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", script, dtype, str(tolerance)],
+        [sys.executable, "-c", INTERPRETED, json.dumps(CASES)],
         env=env, cwd=RUNTIME.parents[2], capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    said = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
+    return {(name, dtype): text for name, dtype, text in said}
 
 
-INTERPRETED_ATTENTION = """
-import sys, numpy as np, torch
-from serving import pb_stub
-from serving.runtimes import SOURCES
-kernels = pb_stub._exec("docq_kernels", SOURCES / "kernels.py")
-flat = pb_stub._exec("docq_flat", SOURCES / "flat.py")
-dtype, tolerance = getattr(torch, sys.argv[1]), float(sys.argv[2])
-torch.manual_seed(0)
-heads, dim, sizes = 4, 16, [5, 64, 1, 100, 70]
-cu = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
-tokens = int(cu[-1]) + 7  # a graph's bucket: tokens past the last window
-qkv = torch.randn(tokens, 3 * heads * dim).to(dtype)
-q, k, v = qkv.view(tokens, 3, heads, dim).unbind(1)
-got = kernels.varlen_attention(q, k, v, torch.from_numpy(cu), 128)
-assert got.dtype == dtype, got.dtype
-want = flat.sdpa_per_window(q.float(), k.float(), v.float(), cu.tolist(), cu.tolist())
-n = int(cu[-1])
-torch.testing.assert_close(got[:n].float(), want[:n], atol=tolerance, rtol=tolerance)
-try:
-    kernels.varlen_attention(q[..., :12], k[..., :12], v[..., :12], cu, 128)
-    sys.exit("a head width of 12 was taken")
-except ValueError as exc:
-    assert "power of two" in str(exc), exc
-print("windows", len(sizes), "max diff", float((got[:n] - want[:n]).abs().max()))
-"""
-
-
-@pytest.mark.parametrize(("dtype", "tolerance"), [("float32", 1e-5), ("float16", 3e-3)])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_the_triton_varlen_attention_kernel_computes_each_window_alone(
-    dtype: str, tolerance: float
+    interpreted: dict[tuple[str, str], str], dtype: str
 ) -> None:
-    """docq_kernels.varlen_attention through OpenAI Triton's interpreter, on the CPU in
-    float32 and in float16 (the served dtype, with its casts): windows shorter and longer
-    than a block, of one token, and rows past the last window, against PyTorch's attention
-    one window at a time."""
-    assert interpreted(INTERPRETED_ATTENTION, dtype, tolerance).startswith("windows 5 max diff")
+    """kernels/attention.py's varlen_attention through OpenAI Triton's interpreter, on the
+    CPU in float32 and in float16 (the served dtype, with its casts): windows shorter and
+    longer than a block, of exactly one, of one token, and rows past the last window,
+    against PyTorch's attention one window at a time; a head width it cannot tile refused."""
+    said = interpreted["attention", dtype]
+    assert said.startswith("windows 4 max diff"), said
 
 
-INTERPRETED_LINEAR = """
-import sys, torch
-import torch.nn.functional as F
-from serving import pb_stub
-from serving.runtimes import SOURCES
-kernels = pb_stub._exec("docq_kernels", SOURCES / "kernels.py")
-dtype, tolerance = getattr(torch, sys.argv[1]), float(sys.argv[2])
-Tiles = kernels.Tiles
-torch.manual_seed(0)
-rows, width, n = 77, 48, 80  # a part-full last block of rows and of columns
-x = torch.randn(rows, width).to(dtype)
-w, b = (torch.randn(n, width) * 0.2).to(dtype), torch.randn(n).to(dtype)
-exact = F.linear(x.float(), w.float(), b.float())
-tilings = [Tiles(32, 32, 16, 2, 4), Tiles(32, 64, 16, 2, 4, subtile=True),
-           Tiles(16, 32, 32, 2, 4, specialize=True)]
-worst = 0.0
-for tiles in tilings:
-    for gelu in (False, True):
-        want = F.gelu(exact, approximate="tanh") if gelu else exact
-        got = kernels.linear(x, w, b, tiles, gelu=gelu, programs=3)  # 3 walk all the blocks
-        assert got.dtype == dtype and got.shape == (rows, n), (got.dtype, got.shape)
-        torch.testing.assert_close(got.float(), want, atol=tolerance, rtol=tolerance)
-        worst = max(worst, float((got.float() - want).abs().max()))
-big = torch.zeros(rows + 50, n, dtype=dtype)  # into rows of a larger output, no others
-kernels.linear(x[:30], w, b, tilings[0], out=big[40:70], programs=2)
-torch.testing.assert_close(big[40:70].float(), exact[:30], atol=tolerance, rtol=tolerance)
-assert not big[:40].any() and not big[70:].any(), "rows outside out were written"
-assert not kernels.tma_ready(x.t()) and not kernels.tma_ready(x[:, 1:])
-try:
-    kernels.linear(x[:, 1:], w[:, 1:], b, tilings[0])
-    sys.exit("a misaligned operand was taken")
-except ValueError as exc:
-    assert "TMA-ready" in str(exc), exc
-print("tilings", len(tilings), "max diff", worst)
-"""
-
-
-@pytest.mark.parametrize(("dtype", "tolerance"), [("float32", 1e-5), ("float16", 4e-3)])
-def test_the_triton_gemm_computes_the_product_bias_and_gelu(dtype: str, tolerance: float) -> None:
-    """docq_kernels.linear through OpenAI Triton's interpreter: each kind of tiling (whole
-    and split epilogue, loads in warps of their own), with and without the tanh GELU, rows
-    and columns that do not fill the last block, fewer programs than blocks (the persistent
-    walk), the product written into rows of a larger tensor, and operands TMA cannot read
-    refused."""
-    assert interpreted(INTERPRETED_LINEAR, dtype, tolerance).startswith("tilings 3 max diff")
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_triton_gemm_computes_the_product_bias_and_gelu(
+    interpreted: dict[tuple[str, str], str], dtype: str
+) -> None:
+    """kernels/gemm.py's linear through OpenAI Triton's interpreter: each kind of tiling
+    (whole and split epilogue, loads in warps of their own), with and without the tanh GELU
+    (CASES: each tiling both ways across the two dtypes), rows and columns that do not fill
+    the last block, fewer programs than blocks (the persistent walk), the product written
+    into rows of a larger tensor, and operands TMA cannot read refused."""
+    said = interpreted["linear", dtype]
+    assert said.startswith("tilings 3 max diff"), said
 
 
 def test_the_gemm_plan_keeps_docqs_gemm_only_where_it_is_faster(
@@ -361,7 +382,7 @@ def test_the_gemm_plan_keeps_docqs_gemm_only_where_it_is_faster(
     """gemm_plan's choices, with a stand-in for the kernels and the clock: tilings that
     fail or differ are dropped, the fastest is kept down to the rows where it stops
     beating cuBLAS, and the products then run it for those rows only."""
-    module = runtime.flat
+    plan, products, timing = runtime.flat.gemm_plan, runtime.flat.products, runtime.flat.timing
     with pytest.raises(ValueError, match="gemm must be one of"):
         flat(runtime, version, "CPU", gemm="cutlass")
     model = flat(runtime, version, "CPU", gemm="triton")
@@ -382,7 +403,8 @@ def test_the_gemm_plan_keeps_docqs_gemm_only_where_it_is_faster(
     kernels = SimpleNamespace(
         TILINGS=(fails, differs, fast), linear=linear, tma_ready=lambda t: True
     )
-    monkeypatch.setattr(module, "kernels", kernels)
+    monkeypatch.setattr(plan, "gemm", kernels)
+    monkeypatch.setattr(products, "gemm", kernels)
     cublas_ms = {32768: 1.0, 16384: 0.5, 8192: 0.25}
 
     def clock(ours: dict[int, float]) -> Any:
@@ -393,10 +415,10 @@ def test_the_gemm_plan_keeps_docqs_gemm_only_where_it_is_faster(
         return seconds
 
     gen = torch.Generator().manual_seed(0)
-    one = module.Linear(torch.randn(6, 4, generator=gen), torch.randn(6, generator=gen),
+    one = products.Linear(torch.randn(6, 4, generator=gen), torch.randn(6, generator=gen),
                         torch.float32, False)  # fmt: skip
-    monkeypatch.setattr(module, "_seconds_per_call", clock({32768: 0.8, 16384: 0.45, 8192: 0.3}))
-    tiles, fewest, note = module.gemm_plan(one, False, 32768, "cpu")
+    monkeypatch.setattr(timing, "seconds_per_call", clock({32768: 0.8, 16384: 0.45, 8192: 0.3}))
+    tiles, fewest, note = plan.gemm_plan(one, False, 32768, "cpu")
     assert (tiles, fewest) == (fast, 16384), note
     assert note.startswith("docq's fast, 0.800 ms against cuBLAS's 1.000 at 32768 tokens"), note
     assert "fails PTX compile failed" in note and "differs differs from cuBLAS by 1" in note
@@ -406,26 +428,26 @@ def test_the_gemm_plan_keeps_docqs_gemm_only_where_it_is_faster(
     torch.testing.assert_close(one(x), F.linear(x, one.weight, one.bias))
     torch.testing.assert_close(one(x[:9000]), F.linear(x[:9000], one.weight, one.bias))
     assert ran == [16384], "docq's GEMM ran for the large call only"
-    monkeypatch.setattr(module, "_seconds_per_call", clock({32768: 0.99}))
-    tiles, fewest, note = module.gemm_plan(one, True, 32768, "cpu")  # planned anew: cuBLAS
+    monkeypatch.setattr(timing, "seconds_per_call", clock({32768: 0.99}))
+    tiles, fewest, note = plan.gemm_plan(one, True, 32768, "cpu")  # planned anew: cuBLAS
     assert (tiles, fewest, one.tiles) == (None, 0, None)
     assert note.startswith("cuBLAS: docq's best, fast, 0.990 ms against cuBLAS's 1.000"), note
-    assert module.gemm_plan(one, False, 8000, "cpu")[2] == "cuBLAS: no batch reaches 8192 tokens"
+    assert plan.gemm_plan(one, False, 8000, "cpu")[2] == "cuBLAS: no batch reaches 8192 tokens"
     lucky = iter([0.5] + [1.02] * 20)  # docq's GEMM: one lucky call, then 2% slower each time
 
     def noisy(fn: Any, device: str, calls: int = 5) -> float:
         *tiles, rows = fn.args
         return (next(lucky) if tiles else cublas_ms[rows]) / 1e3
 
-    monkeypatch.setattr(module, "_seconds_per_call", noisy)
-    tiles, fewest, note = module.gemm_plan(one, False, 32768, "cpu")  # the rounds decide
+    monkeypatch.setattr(timing, "seconds_per_call", noisy)
+    tiles, fewest, note = plan.gemm_plan(one, False, 32768, "cpu")  # the rounds decide
     assert tiles is None and note.startswith("cuBLAS: docq's best, fast, 1.020 ms"), note
 
 
 def test_full_first_lays_out_the_full_windows_first_and_keeps_the_order(
     runtime: types.ModuleType,
 ) -> None:
-    full_first = runtime.flat.full_first
+    full_first = runtime.flat.attention.full_first
     sizes = [3, 4, 2, 4, 1]
     cu = np.cumsum([0, *sizes]).astype(np.int32)
     ids = np.arange(int(cu[-1])) + 100
@@ -451,7 +473,7 @@ def test_cudnn_blocks_and_first_token_attention_compute_the_checkpoint(
     """The GPU path's layout on a CPU, with each kernel's maths in SDPA: full windows laid out
     first and run as one block, the rest through the varlen call, the last layer's queries at
     each window's first token only, and the logits back in the request's order."""
-    module, model = runtime.flat, flat(runtime, sharp, "CPU")
+    module, model = runtime.flat.attention, flat(runtime, sharp, "CPU")
     blocks: list[tuple[int, ...]] = []
 
     def dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -486,11 +508,11 @@ def test_cudnn_blocks_and_first_token_attention_compute_the_checkpoint(
 def test_a_small_batch_replays_in_the_smallest_graph_that_holds_it(
     runtime: types.ModuleType,
 ) -> None:
-    assert runtime.window_capacities(8, 64) == [8, 64]
-    assert runtime.window_capacities(8, 8) == runtime.window_capacities(16, 8) == [8]
-    assert runtime.window_capacities(0, 4) == [1, 4]
+    assert runtime.graphs.window_capacities(8, 64) == [8, 64]
+    assert runtime.graphs.window_capacities(8, 8) == runtime.graphs.window_capacities(16, 8) == [8]
+    assert runtime.graphs.window_capacities(0, 4) == [1, 4]
     graphs = SimpleNamespace(buckets=[64, 128, 192], capacities=[2, 8])
-    pick = functools.partial(runtime.TokenGraphs.graph_for, graphs)
+    pick = functools.partial(runtime.graphs.TokenGraphs.graph_for, graphs)
     assert pick(64, 1) == (64, 2) and pick(65, 2) == (128, 2)
     assert pick(100, 3) == (128, 8) and pick(192, 8) == (192, 8)
 
@@ -579,7 +601,7 @@ def test_triton_gemm_serves_what_cublas_serves(runtime: types.ModuleType, versio
     """docq's GEMM on the GPU: every tiling that compiles here computes RoBERTa-large's
     products as cuBLAS does (one at least must), and an encoder whose products all run it
     gives cuBLAS's logits on a batch past GEMM_MIN_TOKENS."""
-    kernels, module = runtime.flat.kernels, runtime.flat
+    kernels, module = runtime.flat.gemm_plan.gemm, runtime.flat
     torch.manual_seed(0)
     x = torch.randn(8192 + 77, 1024, device="cuda", dtype=torch.float16)
     w = torch.randn(3072, 1024, device="cuda", dtype=torch.float16) * 0.03
@@ -601,13 +623,13 @@ def test_triton_gemm_serves_what_cublas_serves(runtime: types.ModuleType, versio
     assert [n.split(":")[0] for n in notes] == ["qkv", "out", "up", "down"], notes
     cublas = flat(runtime, version, "GPU")
     for layer in model.flat.layers:  # docq's GEMM everywhere, whatever the plan chose
-        for product in module.PRODUCTS:
+        for product in module.products.PRODUCTS:
             linear = getattr(layer, product)
-            linear.tiles, linear.min_tokens = compiled[0], module.GEMM_MIN_TOKENS
+            linear.tiles, linear.min_tokens = compiled[0], module.gemm_plan.GEMM_MIN_TOKENS
     count, length = 70, MAX_SEQ_LEN  # 8,960 tokens
     ids = np.random.default_rng(0).integers(3, vocab(version), count * length)
     cu = np.arange(0, count * length + 1, length, dtype=np.int32)
-    pos = module.positions(model.flat_config, ids, cu)
+    pos = module.checkpoint.positions(model.flat_config, ids, cu)
     args = [torch.from_numpy(a).cuda() for a in (ids, pos, cu, np.arange(count))]
     got = model.flat.forward(*args, length)
     want = cublas.flat.forward(*args, length)
@@ -616,7 +638,7 @@ def test_triton_gemm_serves_what_cublas_serves(runtime: types.ModuleType, versio
 
 @cuda
 def test_kernels_compute_what_pytorch_computes(runtime: types.ModuleType) -> None:
-    kernels, flat_module = runtime.flat.kernels, runtime.flat
+    kernels, flat_module = runtime.flat.encoder.rowwise, runtime.flat.products
     assert kernels is not None, "OpenAI Triton is on every CUDA host docq serves from"
     torch.manual_seed(0)
     y, r = (torch.randn(300, 1024, device="cuda", dtype=torch.float16) for _ in range(2))

@@ -16,16 +16,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from serving import pb_stub
 from serving.pb_stub import request
+from tests.support.gpu import cuda
 from tests.support.tiny import reference_logits, tiny_bert
 
 RUNTIME = Path(__file__).resolve().parents[2] / "serving" / "runtimes" / "torch_gpu.py"
 LABELS = ("a", "b", "c", "d")
 MAX_SEQ_LEN = 128
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @pytest.fixture(scope="module")
@@ -66,19 +65,19 @@ def reference(version: Path, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def test_buckets(runtime: types.ModuleType) -> None:
-    assert runtime.buckets(8) == [1, 2, 4, 8]
-    assert runtime.buckets(6) == [1, 2, 4, 6]
-    assert runtime.buckets(1) == [1]
-    assert runtime.buckets(512, 64) == [64, 128, 192, 256, 320, 384, 448, 512]
-    assert runtime.buckets(100, 64) == [64, 100]
+    assert runtime.graphs.buckets(8) == [1, 2, 4, 8]
+    assert runtime.graphs.buckets(6) == [1, 2, 4, 6]
+    assert runtime.graphs.buckets(1) == [1]
+    assert runtime.graphs.buckets(512, 64) == [64, 128, 192, 256, 320, 384, 448, 512]
+    assert runtime.graphs.buckets(100, 64) == [64, 100]
 
 
 def test_batch_buckets(runtime: types.ModuleType) -> None:
-    assert runtime.batch_buckets(64, 8) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
-    assert runtime.batch_buckets(8, 8) == [1, 2, 4, 8]
-    assert runtime.batch_buckets(6, 8) == [1, 2, 4, 6]
-    assert runtime.batch_buckets(5, 1) == [1, 2, 3, 4, 5]
-    assert runtime.batch_buckets(64, 0) == runtime.buckets(64)
+    assert runtime.graphs.batch_buckets(64, 8) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    assert runtime.graphs.batch_buckets(8, 8) == [1, 2, 4, 8]
+    assert runtime.graphs.batch_buckets(6, 8) == [1, 2, 4, 6]
+    assert runtime.graphs.batch_buckets(5, 1) == [1, 2, 3, 4, 5]
+    assert runtime.graphs.batch_buckets(64, 0) == runtime.graphs.buckets(64)
 
 
 def test_cpu_instance_answers_each_request_with_its_rows(

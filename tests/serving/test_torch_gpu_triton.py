@@ -27,11 +27,12 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.gpu import cuda
 from tests.support.tiny import tiny_bert
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    cuda,
 ]
 LABELS = ("a", "b", "c", "d")
 MAX_SEQ_LEN = 128
