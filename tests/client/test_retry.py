@@ -112,7 +112,9 @@ def test_a_part_that_stays_unavailable_raises_after_the_same_cap_as_429(
 
 
 @pytest.mark.parametrize("submit", CLIENTS)
-def test_a_503_without_retry_after_is_not_waited_out(server: tuple[str, Answers], submit) -> None:
+def test_a_503_without_retry_after_is_not_waited_out(
+    server: tuple[str, Answers], submit: Submit
+) -> None:
     url, answers = server
     answers.answers = [(503, None), (202, None)]
     with pytest.raises(errors.Unavailable):
