@@ -47,15 +47,21 @@ format: install
 
 install: $(STAMP)
 
-# The project with every extra, in a virtualenv. torch is pinned in pyproject.toml: the
-# pinned CPU build lies on disk, an unpinned one pulls a multi-GB CUDA build. uv installs
-# the same pins as pip from pip's own sources (devstack/uvpip.py) in seconds instead of
-# minutes; pip stays the fallback.
-$(STAMP): pyproject.toml
+# The project with every extra, in a virtualenv, at the versions of uv.lock (the one lock:
+# docs/client.md). uv exports the lock's pins (every package, torch's CPU build among them:
+# pyproject.toml's [tool.uv.sources]) and installs exactly those, from pip's own sources
+# (devstack/uvpip.py: the CPU build of torch lies on disk, an unpinned one pulls a
+# multi-GB CUDA build), in seconds instead of minutes; pip, from the same list, stays the
+# fallback.
+EXTRAS := --extra server --extra build --extra bench --extra dev
+LOCKED := $(VENV)/requirements.lock.txt
+
+$(STAMP): pyproject.toml client/pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet 'uv>=0.13,<0.14'
-	$(BIN)/python -m devstack.uvpip --quiet -e '.[server,build,bench,dev]' \
-		|| { $(BIN)/pip install --quiet --upgrade pip && $(BIN)/pip install --quiet -e '.[server,build,bench,dev]'; }
+	$(BIN)/uv export --quiet --frozen --no-hashes --no-emit-workspace $(EXTRAS) -o $(LOCKED)
+	$(BIN)/python -m devstack.uvpip --quiet --no-deps -r $(LOCKED) -e . \
+		|| { $(BIN)/pip install --quiet --upgrade pip && $(BIN)/pip install --quiet --no-deps -r $(LOCKED) -e .; }
 	touch $@
 
 # System packages: only redis-server (tritonserver comes inside the nvidia-pytriton wheel; the

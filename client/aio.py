@@ -6,8 +6,8 @@
         async for result in client.results_all(submission.ids):
             ...
 
-It builds its requests and reads its answers with client/sdk.py's functions, as the sync
-client does; only sending and sleeping differ.
+It builds its requests and reads its answers with client/protocol.py, as the sync client
+does; only sending and sleeping differ.
 """
 
 from __future__ import annotations
@@ -20,23 +20,23 @@ from typing import Any
 import httpx
 
 from client.documents import Document, Limits, bodies, ndjson_line
-from client.errors import RateLimited, WaitTimeout
-from client.sdk import (
-    DEFAULT_RETRY_AFTER_S,
+from client.errors import APIError, WaitTimeout
+from client.models import JobCreated, JobPublic, JobStatus, ModelPublic
+from client.protocol import (
     DEFAULT_URL,
     RATE_LIMIT_WAITS,
     RESULTS_PAGE,
     ProgressCallback,
     Submission,
-    _answer,
-    _headers,
-    _job_request,
-    _next_cursor,
-    _part_key,
-    _unreachable,
+    answer,
+    auth_headers,
+    job_request,
+    next_cursor,
+    part_key,
     progress_of,
+    retry_delay,
+    unreachable,
 )
-from docq.jobs import JobStatus
 
 __all__ = ["AsyncDocqClient"]
 
@@ -59,7 +59,7 @@ class AsyncDocqClient:
         self.limits = limits or Limits()
         self._owns_http = http is None
         self.http = http or httpx.AsyncClient(base_url=url, timeout=timeout, transport=transport)
-        self._auth = _headers(api_key)
+        self._auth = auth_headers(api_key)
 
     async def __aenter__(self) -> AsyncDocqClient:
         return self
@@ -76,8 +76,8 @@ class AsyncDocqClient:
         try:
             resp = await self.http.request(method, path, headers=headers, **kwargs)
         except httpx.TransportError as exc:
-            raise _unreachable(self.url, exc) from exc
-        return _answer(resp)
+            raise unreachable(self.url, exc) from exc
+        return answer(resp)
 
     async def submit(
         self,
@@ -88,12 +88,10 @@ class AsyncDocqClient:
         webhook_secret: str | None = None,
         idempotency_key: str | None = None,
         on_invalid: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> JobCreated:
         """Upload documents as one job; returns its 202 answer."""
         body = b"".join(ndjson_line(d) for d in documents)
-        request = _job_request(
-            body, model, webhook_url, webhook_secret, idempotency_key, on_invalid
-        )
+        request = job_request(body, model, webhook_url, webhook_secret, idempotency_key, on_invalid)
         return await self._call("POST", "/v1/jobs", **request)  # type: ignore[no-any-return]
 
     async def submit_many(
@@ -110,21 +108,20 @@ class AsyncDocqClient:
         """Upload any number of documents as as many jobs as the limits need, in order."""
         submission = Submission() if into is None else into
         for part, (body, _) in enumerate(bodies(documents, self.limits)):
-            key = _part_key(idempotency_key, part)
-            request = _job_request(body, model, webhook_url, webhook_secret, key, on_invalid)
+            key = part_key(idempotency_key, part)
+            request = job_request(body, model, webhook_url, webhook_secret, key, on_invalid)
             for waits in range(RATE_LIMIT_WAITS + 1):
                 try:
                     submission.jobs.append(await self._call("POST", "/v1/jobs", **request))
                     break
-                except RateLimited as exc:
-                    if waits == RATE_LIMIT_WAITS:
+                except APIError as exc:
+                    delay = retry_delay(exc)
+                    if delay is None or waits == RATE_LIMIT_WAITS:
                         raise
-                    await asyncio.sleep(
-                        DEFAULT_RETRY_AFTER_S if exc.retry_after is None else exc.retry_after
-                    )
+                    await asyncio.sleep(delay)
         return submission
 
-    async def job(self, job_id: str) -> dict[str, Any]:
+    async def job(self, job_id: str) -> JobPublic:
         """A job's status object."""
         return await self._call("GET", f"/v1/jobs/{job_id}")  # type: ignore[no-any-return]
 
@@ -135,7 +132,7 @@ class AsyncDocqClient:
         poll_s: float = 0.5,
         timeout_s: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    ) -> JobPublic:
         """Poll until the job is final; returns its final status."""
         done = await self.wait_all(
             [job_id], poll_s=poll_s, timeout_s=timeout_s, on_progress=on_progress
@@ -149,10 +146,10 @@ class AsyncDocqClient:
         poll_s: float = 0.5,
         timeout_s: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[JobPublic]:
         """Poll until every job is final, calling `on_progress` after each round."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        latest: dict[str, dict[str, Any]] = {}
+        latest: dict[str, JobPublic] = {}
         while True:
             for job_id in job_ids:
                 if job_id not in latest or not JobStatus(latest[job_id]["status"]).final:
@@ -175,7 +172,7 @@ class AsyncDocqClient:
             )
             for result in data["data"]:
                 yield result
-            nxt = _next_cursor(data, cursor)
+            nxt = next_cursor(data, cursor)
             if nxt is None:
                 return
             cursor = nxt
@@ -188,10 +185,10 @@ class AsyncDocqClient:
             async for result in self.results(job_id, page):
                 yield result
 
-    async def cancel(self, job_id: str) -> dict[str, Any]:
+    async def cancel(self, job_id: str) -> JobPublic:
         """Cancel a job; returns its status."""
         return await self._call("DELETE", f"/v1/jobs/{job_id}")  # type: ignore[no-any-return]
 
-    async def models(self) -> list[dict[str, Any]]:
+    async def models(self) -> list[ModelPublic]:
         """The models of the server's Triton repository."""
         return (await self._call("GET", "/v1/models"))["data"]  # type: ignore[no-any-return]

@@ -25,35 +25,23 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
+from importlib.util import find_spec
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
 from client import errors
 from client.documents import Limits, from_paths
-from client.keys_cli import app as keys_app
+from client.models import JobStatus, OnInvalid
+from client.output import console, print_failed, progress_bar, write_results
 from client.sdk import DEFAULT_URL, DocqClient, Submission
 from client.sdk import Progress as JobsProgress
-from conversion.cli import convert, validate
-from docq.jobs import JobStatus
-from docq.schemas import OnInvalid
 
 
 class ExitCode(IntEnum):
@@ -75,7 +63,6 @@ app = typer.Typer(
     "4 API key refused, 5 request refused, 6 server error, 7 wait timed out.",
     no_args_is_help=True,
 )
-console = Console(stderr=True)  # stdout is for what scripts read
 
 Url = Annotated[
     str, typer.Option("--url", envvar="DOCQ_URL", help="API base URL.", show_envvar=True)
@@ -116,7 +103,7 @@ def _errors() -> Iterator[None]:
         ) from None
     except errors.Refused as exc:
         if exc.code == "invalid_documents" and isinstance(exc.detail, dict):
-            _print_failed(exc.detail.get("errors", []), "invalid (nothing was created)")
+            print_failed(exc.detail.get("errors", []), "invalid (nothing was created)")
         raise _fail(ExitCode.REFUSED, f"refused ({exc.status} {exc.code}): {exc.message}") from None
     except errors.NotFound as exc:
         raise _fail(ExitCode.REFUSED, f"not found: {exc.message}") from None
@@ -130,53 +117,9 @@ def _errors() -> Iterator[None]:
         raise _fail(ExitCode.USAGE, str(exc)) from None
 
 
-def _print_failed(failed: list[dict[str, Any]], what: str) -> None:
-    """The bad documents of an upload, one line each: id, error_code, message."""
-    if failed:
-        console.print(f"{len(failed)} document(s) {what}:", highlight=False)
-    for f in failed:
-        console.print(
-            f"  {f['id']}: {f['error_code']}: {f['message']}", highlight=False, markup=False
-        )
-
-
 def _client(url: str, api_key: str | None, limits: Limits | None = None) -> DocqClient:
     """The one place the commands get their client (tests replace it)."""
     return DocqClient(url, api_key=api_key, limits=limits)
-
-
-class RateColumn(ProgressColumn):
-    """Documents per second, as rich estimates it from recent updates."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{speed:,.1f} doc/s", style="progress.data.speed")
-
-
-def _progress_bar() -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("documents"),
-        RateColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
-
-
-def _write_results(results: Iterable[dict[str, Any]], output: Path | None) -> int:
-    """Write results as JSON lines to `output` (stdout when None); return how many."""
-    n = 0
-    with output.open("w", encoding="utf-8") if output else nullcontext(sys.stdout) as out:
-        stream: IO[str] = out
-        for result in results:
-            stream.write(json.dumps(result, ensure_ascii=False) + "\n")
-            n += 1
-    return n
 
 
 @app.command()
@@ -237,19 +180,19 @@ def submit(
                     f"job(s): {', '.join(submission.ids)}",
                     highlight=False,
                 )
-                _print_failed(submission.failed, "accepted as failed")
+                print_failed(submission.failed, "accepted as failed")
         if not wait:
             for job_id in submission.ids:
                 sys.stdout.write(job_id + "\n")
             return
-        with _progress_bar() as bar:
+        with progress_bar() as bar:
             task = bar.add_task("classifying", total=submission.documents)
 
             def show(p: JobsProgress) -> None:
                 bar.update(task, completed=p.done)
 
             jobs = client.wait_all(submission.ids, poll_s=poll, timeout_s=timeout, on_progress=show)
-        written = _write_results(client.results_all(submission.ids), output)
+        written = write_results(client.results_all(submission.ids), output)
     failed = [j for j in jobs if j["status"] != JobStatus.SUCCEEDED]
     errors_n = sum(j["progress"]["documents_failed"] for j in jobs)
     where = f" to {output}" if output else ""
@@ -274,7 +217,7 @@ def results(
     """Write a job's results as JSON lines, in upload order (those done so far, if running)."""
     with _errors(), _client(url, api_key) as client:
         job = client.job(job_id)
-        written = _write_results(client.results(job_id), output)
+        written = write_results(client.results(job_id), output)
     if not JobStatus(job["status"]).final:
         console.print(f"job {job_id} is {job['status']}: {written} of {job['documents']} results")
 
@@ -304,10 +247,17 @@ def models(url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     Console().print(table)
 
 
-# The model toolchain (conversion/cli.py): a checkpoint to a served, parity-checked model.
-app.command()(convert)
-app.command()(validate)
-app.add_typer(keys_app, name="keys")
+# The operator's commands need the server's packages: the model toolchain (conversion/cli.py:
+# a checkpoint to a served, parity-checked model) and tenants' keys (api/keys_cli.py: the job
+# store's Redis). The client installed alone (docq-client, docs/client.md) has the commands
+# above only.
+if find_spec("api") is not None and find_spec("conversion") is not None:
+    from api.keys_cli import app as keys_app
+    from conversion.cli import convert, validate
+
+    app.command()(convert)
+    app.command()(validate)
+    app.add_typer(keys_app, name="keys")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from docq.config import Settings
-
 Document = Mapping[str, str]
 
 # Files read as NDJSON (one document per line); any other file is one document.
@@ -29,11 +27,10 @@ NDJSON_SUFFIXES = (".ndjson", ".jsonl")
 FILE_SUFFIXES = (".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".docx", ".html", ".htm")
 
 
-def _server_default(name: str) -> int:
-    """The server's default for a limit, read from its settings declaration (not its env)."""
-    default = Settings.model_fields[name].default
-    assert isinstance(default, int)
-    return default
+# The server's defaults of DOCQ_MAX_DOCUMENTS_PER_JOB and DOCQ_MAX_UPLOAD_BYTES (the client
+# installs without the server's settings; tests/client/test_models.py holds them equal).
+MAX_DOCUMENTS_PER_JOB = 100_000
+MAX_UPLOAD_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -41,8 +38,8 @@ class Limits:
     """How much one job may hold. Defaults are the server's defaults (DOCQ_MAX_DOCUMENTS_PER_JOB,
     DOCQ_MAX_UPLOAD_BYTES); give the values of a server configured otherwise."""
 
-    max_documents: int = _server_default("max_documents_per_job")
-    max_bytes: int = _server_default("max_upload_bytes")
+    max_documents: int = MAX_DOCUMENTS_PER_JOB
+    max_bytes: int = MAX_UPLOAD_BYTES
 
 
 def from_texts(texts: Iterable[str], prefix: str = "") -> Iterator[dict[str, str]]:

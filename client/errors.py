@@ -9,6 +9,7 @@ ClientError                 anything the client raises on purpose
       ├── NotFound          404: an unknown (or another tenant's, or expired) job
       ├── Refused           any other 4xx: an invalid or too large upload, an unknown model
       └── ServerError       5xx: Redis, the broker or Triton unavailable, or a bug
+           └── Unavailable  503: the server is briefly unable (Redis, the broker), try later
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class APIError(ClientError):
         self.message = message
         self.detail = detail
 
+    # The server's Retry-After in seconds, when it gave one (429 and 503 answers)
+    retry_after: float | None = None
+
 
 class Unauthorized(APIError):
     """401: the request carried no API key, or one the server refuses."""
@@ -59,11 +63,14 @@ class RateLimited(Refused):
     """429: over one of the tenant's limits, or the server is overloaded; the same request
     can succeed after `retry_after` seconds (the server's Retry-After, when it gave one)."""
 
-    retry_after: float | None = None
-
 
 class ServerError(APIError):
     """5xx: the server or a service behind it failed; the same request may work later."""
+
+
+class Unavailable(ServerError):
+    """503: a service behind the API is away (Redis, the broker) or the store is full; the
+    same request can succeed after `retry_after` seconds (the server's Retry-After)."""
 
 
 def api_error(status: int, body: Any, text: str, retry_after: str | None = None) -> APIError:
@@ -79,11 +86,13 @@ def api_error(status: int, body: Any, text: str, retry_after: str | None = None)
         cls = NotFound
     elif status == 429:
         cls = RateLimited
+    elif status == 503:
+        cls = Unavailable
     elif status >= 500:
         cls = ServerError
     else:
         cls = Refused
     exc = cls(status, code, message, error.get("detail"))
-    if isinstance(exc, RateLimited) and retry_after and retry_after.isdigit():
+    if retry_after and retry_after.isdigit():
         exc.retry_after = float(retry_after)
     return exc

@@ -7,26 +7,46 @@
     for result in client.results_all(submission.ids):  # lazily, page by page
         ...
 
-Both clients build the same requests and read the same answers (the module functions
-below); they differ only in how they send and how they sleep. Errors are client/errors.py.
+Both clients build the same requests and read the same answers (client/protocol.py); they
+differ only in how they send and how they sleep. Errors are client/errors.py, the answers'
+types client/models.py.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import httpx
-import standardwebhooks
 
 from client.documents import Document, Limits, bodies, ndjson_line
+from client.errors import APIError, WaitTimeout
 from client.errors import APIError as DocqAPIError  # the first client's name for it
-from client.errors import InvalidSignature, RateLimited, Unreachable, WaitTimeout, api_error
-from docq.jobs import JobStatus
+from client.models import JobCreated, JobPublic, JobStatus, ModelPublic
+from client.protocol import (
+    DEFAULT_RETRY_AFTER_S,
+    DEFAULT_URL,
+    RATE_LIMIT_WAITS,
+    RESULTS_PAGE,
+    Progress,
+    ProgressCallback,
+    Submission,
+    answer,
+    auth_headers,
+    job_request,
+    next_cursor,
+    part_key,
+    progress_of,
+    retry_delay,
+    unreachable,
+)
+from client.webhooks import verify_webhook
 
 __all__ = [
+    "DEFAULT_RETRY_AFTER_S",
+    "DEFAULT_URL",
+    "RATE_LIMIT_WAITS",
     "DocqAPIError",
     "DocqClient",
     "Progress",
@@ -34,136 +54,6 @@ __all__ = [
     "progress_of",
     "verify_webhook",
 ]
-
-DEFAULT_URL = "http://127.0.0.1:8080"
-NDJSON = "application/x-ndjson"
-RESULTS_PAGE = 500  # results per request: the server caps it at DOCQ_RESULTS_PAGE_MAX
-# A split upload can pass the tenant's limit on active jobs: each part waits the server's
-# Retry-After this many times (its Idempotency-Key, if any, makes the retry safe).
-RATE_LIMIT_WAITS = 20
-DEFAULT_RETRY_AFTER_S = 5.0
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where a set of jobs stands, summed over them: what `on_progress` receives each poll."""
-
-    documents: int
-    done: int  # documents with a result, classified or failed
-    failed: int  # of those, the ones with an error instead of a label
-    jobs: int
-    jobs_final: int
-
-    @property
-    def finished(self) -> bool:
-        return self.jobs_final == self.jobs
-
-
-@dataclass
-class Submission:
-    """The jobs one upload became, in upload order (their 202 answers)."""
-
-    jobs: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ids(self) -> list[str]:
-        return [job["id"] for job in self.jobs]
-
-    @property
-    def documents(self) -> int:
-        return sum(int(job["documents"]) for job in self.jobs)
-
-    @property
-    def failed(self) -> list[dict[str, Any]]:
-        """The documents accepted as failed (bad files), each with its `job`: `{job,
-        document, id, error_code, message}`; their results carry the same error_code."""
-        return [{"job": j["id"], **f} for j in self.jobs for f in j.get("failed", [])]
-
-
-ProgressCallback = Callable[[Progress], None]
-
-
-def progress_of(jobs: Iterable[Mapping[str, Any]]) -> Progress:
-    """Sum job status objects (`GET /v1/jobs/{id}` answers) into one Progress."""
-    jobs = list(jobs)
-    return Progress(
-        documents=sum(int(j["documents"]) for j in jobs),
-        done=sum(int(j["progress"]["documents_done"]) for j in jobs),
-        failed=sum(int(j["progress"]["documents_failed"]) for j in jobs),
-        jobs=len(jobs),
-        jobs_final=sum(JobStatus(j["status"]).final for j in jobs),
-    )
-
-
-def verify_webhook(body: bytes | str, headers: Mapping[str, str], secret: str) -> dict[str, Any]:
-    """The event of a webhook delivery (`{"type", "data"}`) once its Standard Webhooks
-    signature and timestamp verify with the job's `whsec_` secret; else InvalidSignature."""
-    try:
-        event = standardwebhooks.Webhook(secret).verify(body, dict(headers))
-    except (standardwebhooks.WebhookVerificationError, RuntimeError, ValueError) as exc:
-        # RuntimeError and ValueError (binascii.Error): a secret that is not whsec_ base64.
-        raise InvalidSignature(str(exc) or "invalid webhook signature") from None
-    if not isinstance(event, dict):
-        raise InvalidSignature("the webhook body is not a JSON object")
-    return event
-
-
-def _answer(resp: httpx.Response) -> Any:
-    """The decoded JSON body of a success, or the APIError the error body names."""
-    if resp.status_code >= 400:
-        try:
-            payload = resp.json()
-        except ValueError:
-            payload = None
-        raise api_error(resp.status_code, payload, resp.text, resp.headers.get("retry-after"))
-    return resp.json()
-
-
-def _unreachable(url: str, exc: httpx.TransportError) -> Unreachable:
-    return Unreachable(f"cannot reach {url}: {exc or type(exc).__name__}")
-
-
-def _headers(api_key: str | None) -> dict[str, str]:
-    return {"authorization": f"Bearer {api_key}"} if api_key else {}
-
-
-def _job_request(
-    body: bytes,
-    model: str | None,
-    webhook_url: str | None,
-    webhook_secret: str | None,
-    idempotency_key: str | None,
-    on_invalid: str | None = None,
-) -> dict[str, Any]:
-    """The keyword arguments of one NDJSON upload request (`on_invalid`: "reject" refuses
-    the whole upload when a document is bad, listing them all; "accept", the server's
-    default, makes each a failed document)."""
-    params = {
-        k: v
-        for k, v in (
-            ("model", model),
-            ("webhook_url", webhook_url),
-            ("webhook_secret", webhook_secret),
-            ("on_invalid", on_invalid),
-        )
-        if v
-    }
-    headers = {"content-type": NDJSON}
-    if idempotency_key:
-        headers["idempotency-key"] = idempotency_key
-    return {"content": body, "params": params, "headers": headers}
-
-
-def _part_key(key: str | None, part: int) -> str | None:
-    """Each job of a split upload gets its own Idempotency-Key, derived from the caller's."""
-    return None if key is None else (key if part == 0 else f"{key}.{part}")
-
-
-def _next_cursor(page: Mapping[str, Any], cursor: str) -> str | None:
-    """Where the next page starts; None when this page was the last of a final job, or when a
-    running job has nothing newer yet (the cursor did not move)."""
-    nxt = page["next_cursor"]
-    return None if nxt is None or nxt == cursor else str(nxt)
 
 
 class DocqClient:
@@ -185,7 +75,7 @@ class DocqClient:
         self.limits = limits or Limits()
         self._owns_http = http is None  # a client passed in is its owner's to close
         self.http = http or httpx.Client(base_url=url, timeout=timeout, transport=transport)
-        self._auth = _headers(api_key)
+        self._auth = auth_headers(api_key)
 
     def __enter__(self) -> DocqClient:
         return self
@@ -202,8 +92,8 @@ class DocqClient:
         try:
             resp = self.http.request(method, path, headers=headers, **kwargs)
         except httpx.TransportError as exc:
-            raise _unreachable(self.url, exc) from exc
-        return _answer(resp)
+            raise unreachable(self.url, exc) from exc
+        return answer(resp)
 
     def submit(
         self,
@@ -214,12 +104,10 @@ class DocqClient:
         webhook_secret: str | None = None,
         idempotency_key: str | None = None,
         on_invalid: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> JobCreated:
         """Upload documents as one job; returns its 202 answer (`id`, `status`, ...)."""
         body = b"".join(ndjson_line(d) for d in documents)
-        request = _job_request(
-            body, model, webhook_url, webhook_secret, idempotency_key, on_invalid
-        )
+        request = job_request(body, model, webhook_url, webhook_secret, idempotency_key, on_invalid)
         return self._call("POST", "/v1/jobs", **request)  # type: ignore[no-any-return]
 
     def submit_many(
@@ -235,28 +123,29 @@ class DocqClient:
     ) -> Submission:
         """Upload any number of documents as as many jobs as the limits need, in order.
 
-        Documents are read lazily, one job's worth at a time; a part answered 429 waits the
-        server's Retry-After and is sent again (RATE_LIMIT_WAITS times). Each job is added to `into`
+        Documents are read lazily, one job's worth at a time; a part answered 429, or 503 with
+        Retry-After, waits the server's Retry-After and is sent again (RATE_LIMIT_WAITS times:
+        pass an idempotency_key so that a 503 that came after the job was stored never makes
+        a second one). Each job is added to `into`
         (a fresh Submission when None) as soon as it is created, so a caller that passes
         its own still knows the jobs created before a part was refused.
         """
         submission = Submission() if into is None else into
         for part, (body, _) in enumerate(bodies(documents, self.limits)):
-            key = _part_key(idempotency_key, part)
-            request = _job_request(body, model, webhook_url, webhook_secret, key, on_invalid)
+            key = part_key(idempotency_key, part)
+            request = job_request(body, model, webhook_url, webhook_secret, key, on_invalid)
             for waits in range(RATE_LIMIT_WAITS + 1):
                 try:
                     submission.jobs.append(self._call("POST", "/v1/jobs", **request))
                     break
-                except RateLimited as exc:
-                    if waits == RATE_LIMIT_WAITS:
+                except APIError as exc:
+                    delay = retry_delay(exc)
+                    if delay is None or waits == RATE_LIMIT_WAITS:
                         raise
-                    time.sleep(
-                        DEFAULT_RETRY_AFTER_S if exc.retry_after is None else exc.retry_after
-                    )
+                    time.sleep(delay)
         return submission
 
-    def job(self, job_id: str) -> dict[str, Any]:
+    def job(self, job_id: str) -> JobPublic:
         """A job's status object."""
         return self._call("GET", f"/v1/jobs/{job_id}")  # type: ignore[no-any-return]
 
@@ -267,7 +156,7 @@ class DocqClient:
         poll_s: float = 0.5,
         timeout_s: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    ) -> JobPublic:
         """Poll until the job is final; returns its final status."""
         return self.wait_all([job_id], poll_s=poll_s, timeout_s=timeout_s, on_progress=on_progress)[
             0
@@ -280,10 +169,10 @@ class DocqClient:
         poll_s: float = 0.5,
         timeout_s: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[JobPublic]:
         """Poll until every job is final, calling `on_progress` after each round."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        latest: dict[str, dict[str, Any]] = {}
+        latest: dict[str, JobPublic] = {}
         while True:
             for job_id in job_ids:
                 if job_id not in latest or not JobStatus(latest[job_id]["status"]).final:
@@ -308,7 +197,7 @@ class DocqClient:
                 "GET", f"/v1/jobs/{job_id}/results", params={"limit": page, "cursor": cursor}
             )
             yield from data["data"]
-            nxt = _next_cursor(data, cursor)
+            nxt = next_cursor(data, cursor)
             if nxt is None:
                 return
             cursor = nxt
@@ -320,10 +209,10 @@ class DocqClient:
         for job_id in job_ids:
             yield from self.results(job_id, page)
 
-    def cancel(self, job_id: str) -> dict[str, Any]:
+    def cancel(self, job_id: str) -> JobPublic:
         """Cancel a job; returns its status (now `cancelled`, unless it was already final)."""
         return self._call("DELETE", f"/v1/jobs/{job_id}")  # type: ignore[no-any-return]
 
-    def models(self) -> list[dict[str, Any]]:
+    def models(self) -> list[ModelPublic]:
         """The models of the server's Triton repository, with state, labels and limits."""
         return self._call("GET", "/v1/models")["data"]  # type: ignore[no-any-return]

@@ -31,7 +31,7 @@ Everything else travels with the call, 64 MiB at most in all, the working tree i
     .venv/bin/python -m bench.gpu.pack [--profile scans]   # then: run(..., carry=[".devpack"])
 
 On the device, `source bench/gpu/remote.sh` unpacks them into /tmp and sets the paths.
-To carry more (another script's dependencies), add pins to WHEELS, or a function that
+To carry more (another script's dependencies), add names to WHEELS, or a function that
 writes into DEVPACK, and call it from main(). `--python 3.11 --site-only --devpack DIR`
 builds the same site archive for this machine's python, to rehearse it here.
 """
@@ -50,6 +50,7 @@ import tempfile
 from pathlib import Path
 
 from bench.gpu.pack_scans import SCANS, SCANS_WHEELS, render_scans, tessdata
+from devstack.lock import pins
 
 REPO = Path(__file__).resolve().parents[2]
 DEVPACK = REPO / ".devpack"
@@ -60,52 +61,52 @@ LIMIT_MIB = 64  # the run tool's limit for the working tree and carried paths to
 MARGIN_MIB = 1
 XZ = 9 | lzma.PRESET_EXTREME  # 7% smaller than preset 6 on the server (26.9 -> 25.0 MB)
 
-# Missing on the device, each pinned to the version this checkout is tested with. Only
-# what runs there: the bench and the GPU test need tritonclient (gRPC) and, through
-# serving.server, docq's settings (pydantic-settings).
-WHEELS = [
+# Missing on the device, each pinned to its version in uv.lock (what this checkout is tested
+# with). Only what runs there: the bench and the GPU test need tritonclient (gRPC) and,
+# through serving.server, docq's settings (pydantic-settings).
+WHEELS = pins(
     # tritonclient[grpc]: grpcio, protobuf, numpy and packaging are on the device already
-    "tritonclient==2.73.0",
-    "python-rapidjson==1.25",
+    "tritonclient",
+    "python-rapidjson",
     # docq.config: pydantic-settings
-    "pydantic==2.14.4",
-    "pydantic-core==2.50.5",
-    "pydantic-settings==2.16.3",
-    "annotated-types==0.8.0",
-    "typing-inspection==0.4.5",
-    "python-dotenv==1.2.4",
+    "pydantic",
+    "pydantic-core",
+    "pydantic-settings",
+    "annotated-types",
+    "typing-inspection",
+    "python-dotenv",
     # the whole pipeline (bench/gpu/pipeline.py): the API, the Celery workers, the job store
-    "celery==5.7.0",
-    "kombu==5.7.0",
-    "billiard==4.3.2",
-    "vine==5.1.0",
-    "amqp==5.4.2",
-    "click-didyoumean==0.3.1",
-    "click-plugins==1.1.1.2",
-    "click-repl==0.4.1",
-    "prompt-toolkit==3.0.53",
-    "wcwidth==0.9.4",
-    "tzlocal==5.4.5",
-    "redis==8.1.0",
-    "standardwebhooks==1.1.0",
-    "zstandard==0.25.0",
-    "python-json-logger==4.2.0",
-    "fastapi==0.165.0",
-    "starlette==1.10.0",
-    "opentelemetry-api==1.45.2",
-    "python-multipart==0.0.34",
-    "uvicorn==0.54.0",
-    "swagger-ui-bundle-v2==5.31.0",  # api/docs.py serves the docs' assets from it
+    "celery",
+    "kombu",
+    "billiard",
+    "vine",
+    "amqp",
+    "click-didyoumean",
+    "click-plugins",
+    "click-repl",
+    "prompt-toolkit",
+    "wcwidth",
+    "tzlocal",
+    "redis",
+    "standardwebhooks",
+    "zstandard",
+    "python-json-logger",
+    "fastapi",
+    "starlette",
+    "opentelemetry-api",
+    "python-multipart",
+    "uvicorn",
+    "swagger-ui-bundle-v2",  # api/docs.py serves the docs' assets from it
     # the extract worker (docq.extract): PDF, DOCX, HTML; lxml and pillow are there already.
     # OCR (tesserocr) travels only in the scans profile (SCANS_WHEELS): without it scans
     # fail there as ocr_unavailable (carried.OCR_ABSENT).
-    "pypdfium2==5.15.2",
-    "python-docx==1.2.0",
-    "selectolax==1.0.2",
+    "pypdfium2",
+    "python-docx",
+    "selectolax",
     # the old architecture on the same GPU (bench/baseline/app.py)
-    "gunicorn==27.0.1",
-    "uvicorn-worker==0.4.0",
-]
+    "gunicorn",
+    "uvicorn-worker",
+)
 
 # Debian packages for redis-server (Debian 12's 7.0.15, as `make up` installs it): the
 # server, whose binary is redis-tools' redis-check-rdb, and those of the libraries `ldd`
