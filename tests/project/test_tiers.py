@@ -2,7 +2,9 @@
 its tier's marker fails, naming what it did; with the marker it runs.
 
 Each inner pytest is a subprocess (the audit hook it installs cannot be removed), so the
-cases share one run: a run costs seconds on a loaded 2-core machine, a case almost nothing.
+cases share one run, which loads no plugin but tests.tiers: a run costs seconds on a loaded
+2-core machine, a case almost nothing. The service started is uvicorn's `--version` (one of
+tests.tiers.SERVICES, as Celery is, and a tenth of Celery's start-up).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ BODIES = {
     "service": """
 import subprocess, sys
 def test_it():
-    subprocess.run([sys.executable, "-m", "celery", "--version"], capture_output=True)
+    subprocess.run([sys.executable, "-m", "uvicorn", "--version"], capture_output=True)
 """,
     "kill": """
 import os, signal, subprocess
@@ -64,6 +66,9 @@ def pytester_repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     from tests.tiers import ROOT
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the subprocess imports tests.tiers
+    # the venv's plugins (schemathesis, hypothesis, playwright...) cost an inner run half a
+    # minute on 2 loaded cores to load; its tests need only tests.tiers
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     return pytester
 
 
