@@ -20,38 +20,47 @@ def module_file(name: str) -> Path | None:
 
 
 def top_level_names(path: Path) -> set[str]:
+    """The names a module binds at its top level (in `if`, `try` and `with` blocks too);
+    "*" when it star-imports, so that any name passes."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    statements = list(ast.parse(path.read_text()).body)
+    while statements:
+        node = statements.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.With):
+            targets = [*getattr(node, "targets", []), getattr(node, "target", None)]
+            targets += [item.optional_vars for item in getattr(node, "items", [])]
+            for target in filter(None, targets):
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        for field in ("body", "orelse", "finalbody", "handlers"):  # if, try, with, for
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                statements.extend(getattr(node, field, []))
     return names
 
 
 def unresolved(path: Path) -> list[str]:
     problems = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "bench":
             assert node.module is not None
             target = module_file(node.module)
             if target is None:
                 problems.append(f"from {node.module}: no such module")
                 continue
             for alias in node.names:
-                if module_file(f"{node.module}.{alias.name}") is None and alias.name not in (
-                    top_level_names(target)
-                ):
+                defined = top_level_names(target)
+                if "*" in defined or alias.name in defined:
+                    continue
+                if module_file(f"{node.module}.{alias.name}") is None:
                     problems.append(f"from {node.module} import {alias.name}: not defined there")
         elif isinstance(node, ast.Import):
             problems += [
                 f"import {a.name}: no such module"
                 for a in node.names
-                if a.name.startswith("bench") and module_file(a.name) is None
+                if a.name.split(".")[0] == "bench" and module_file(a.name) is None
             ]
     return problems
 
