@@ -7,10 +7,10 @@ from devstack/, a directory blob store); no worker runs, so every file stays que
    before and after, per page, beside the pages' own bytes (what Redis held per page before
    the blob store: the file's bytes, in keys.file).
 2. The API's peak RSS (VmHWM of its process) during one multipart upload of `--sizes-mb`
-   of PDFs (4 MB each: bench/upload_files.py's text PDF padded with an incompressible
-   stream, as a scan is; the same bytes under every name), each
-   size on a fresh API process, the body streamed by the client in 1 MiB chunks (never
-   held whole on either side), and the RSS of the same process before it.
+   of PDFs (4 MB each: a one-page text PDF padded with an incompressible stream, as a
+   scan is; the same bytes under every name), each size on a fresh API process, the
+   body streamed by the client in 1 MiB chunks (never held whole on either side), and the
+   RSS of the same process before it.
 
     python -m bench.blob_store --scans 300 --sizes-mb 256,1024,2048 \\
         --out bench/runs/blob-store-cpu-2026-12-05.json
@@ -36,7 +36,6 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.stack import settings_env, tenant_headers
-from bench.upload_files import padded_pdf
 from devstack import stack
 from devstack.services import free_port, redis_server, stop, triton_server, wait_for
 from docq.config import REPO_ROOT, Settings
@@ -45,6 +44,34 @@ SAMPLES = REPO_ROOT / "samples" / "files"
 SCANS = [("scan-delivery-note-1.png", "image/png"), ("scan-receipt-1.jpg", "image/jpeg")]
 SCANS.append(("scan-invoice-2.tiff", "image/tiff"))
 MB = 1024 * 1024
+
+
+def padded_pdf(size: int, seed: int) -> bytes:
+    """A valid PDF of one text page and an image-like stream of random bytes, `size` long."""
+    text = b"BT /F1 11 Tf 40 780 Td (INVOICE No. %d Total due 1,250.00 EUR) Tj ET" % seed
+    pad = os.urandom(max(0, size - 900))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 "
+        b"5 0 R >> >> /Contents 4 0 R >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(text), text),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(pad), pad),
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
 
 
 @contextmanager

@@ -37,20 +37,11 @@ from bench.ceiling import ceiling_batches, run_triton_alone
 from bench.corpus import padding_report, repository_spec, windows_of
 from bench.docq_jobs import run_docq, run_probes
 from bench.measure import RESULTS, profile_summary
+from bench.procs import use_cores
 from bench.report import console, print_table, summarise
 from bench.stack import Stack
 from corpus.doc_type import generate
 from docq.config import REPO_ROOT
-
-
-def use_cores(cores: int) -> list[int]:
-    """Pin this process (and every process it starts) to its first `cores` CPUs."""
-    available = sorted(os.sched_getaffinity(0))
-    if not 1 <= cores <= len(available):
-        raise ValueError(f"--cores must be between 1 and {len(available)}, not {cores}")
-    chosen = available[:cores]
-    os.sched_setaffinity(0, chosen)
-    return chosen
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -1,4 +1,5 @@
-"""CPU time of process trees, read from /proc: how much CPU each tier of a stack used."""
+"""CPU time of process trees, read from /proc: how much CPU each tier of a stack used; and
+the cores a bench and every process it starts may run on."""
 
 from __future__ import annotations
 
@@ -6,6 +7,16 @@ import os
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def use_cores(cores: int) -> list[int]:
+    """Pin this process (and every process it starts) to its first `cores` CPUs."""
+    available = sorted(os.sched_getaffinity(0))
+    if not 1 <= cores <= len(available):
+        raise ValueError(f"--cores must be between 1 and {len(available)}, not {cores}")
+    chosen = available[:cores]
+    os.sched_setaffinity(0, chosen)
+    return chosen
 
 
 def _stat(pid: int) -> tuple[int, float] | None:

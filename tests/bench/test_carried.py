@@ -1,8 +1,9 @@
-"""bench/gpu/carried.py: every package a device module imports is there or travels."""
+"""tests/support/carried.py: every package a device module imports is there or travels."""
 
 from __future__ import annotations
 
-from bench.gpu import carried, pack
+from bench.gpu import pack
+from tests.support import carried
 
 
 def test_every_import_of_what_the_device_runs_is_there_or_carried() -> None:

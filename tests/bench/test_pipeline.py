@@ -14,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
-from bench import ceiling, corpus, pipeline, report
+from bench import ceiling, corpus, pipeline, procs, report
 from bench.baseline import sweep
 from bench.procs import listener
 from corpus.doc_type import generate
@@ -68,7 +68,7 @@ def test_make_bench_options_for_another_machine() -> None:
 
 def test_cores_pins_the_bench_and_its_children() -> None:
     code = (
-        "import os, subprocess; from bench.pipeline import use_cores; use_cores(1); "
+        "import os, subprocess; from bench.procs import use_cores; use_cores(1); "
         "print(len(os.sched_getaffinity(0)), "
         "subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip())"
     )
@@ -77,7 +77,7 @@ def test_cores_pins_the_bench_and_its_children() -> None:
     )
     assert out.stdout.split() == ["1", "1"]
     with pytest.raises(ValueError, match="--cores"):
-        pipeline.use_cores(10_000)
+        procs.use_cores(10_000)
 
 
 def test_ceiling_batches_cover_every_window_within_the_models_limits(

@@ -21,7 +21,9 @@ def test_a_tiny_load_finishes_every_job_it_wrote_and_costs_redis_cpu(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data, out = tmp_path / "redis", tmp_path / "load.json"
-    tiny = ["--tiny", "--seconds", "0.5", "--clients", "1"]
+    # 1,024 documents a job: even one job (all a loaded machine may finish in 0.5 s) costs
+    # redis-server tens of ms of CPU, and /proc counts it in 10 ms ticks (64: 0.0 s, once)
+    tiny = ["--tiny", "--seconds", "0.5", "--clients", "1", "--docs-per-job", "1024"]
     main([*tiny, "--data-dir", str(data), "--out", str(out)])
     s = json.loads(out.read_text())
 

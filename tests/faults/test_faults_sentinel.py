@@ -13,9 +13,7 @@ new master, as a supervisor restarting it would start it (deploy/k8s-sentinel/ d
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import time
 from pathlib import Path
 
@@ -23,14 +21,14 @@ import httpx
 import pytest
 import redis
 
-from devstack.sentinels import SentinelGroup, redis_sentinels
+from devstack.sentinels import redis_sentinels
 from devstack.services import api_server, celery_worker, flower_server
-from docq.config import Settings
 from docq.store import open_store
 from tests.conftest import FAULT_DOCUMENTS as DOCUMENTS
-from tests.conftest import MODEL_REPOSITORY, fault_documents, settings_env, tenant_headers
+from tests.conftest import fault_documents, settings_env, tenant_headers
 from tests.support.jobs import all_results, assert_unavailable, wait_until_final
 from tests.support.polling import until
+from tests.support.sentinel import failover_settings, kill_master
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -43,34 +41,13 @@ FLOWER_LOGIN = ("docq", "failover-test")
 JOB_KEY = re.compile(rb"^docq:job:\{([0-9a-f]+)\}$")
 
 
-def kill_master(group: SentinelGroup) -> int:
-    """SIGKILL the master; its port."""
-    port = group.master_port()
-    assert port is not None
-    os.kill(group.servers[port].pid, signal.SIGKILL)
-    group.servers[port].wait(10)
-    return port
-
-
 @pytest.mark.timeout(1200)
 def test_killing_the_master_mid_job_loses_no_accepted_document(
     tmp_path: Path, triton_url: str, fault_free_labels: list[tuple[str, str]]
 ) -> None:
     docs = fault_documents()
     with redis_sentinels(tmp_path / "redis") as group:
-        s = Settings(
-            redis_url=group.url,
-            redis_wait_replicas=1,
-            redis_wait_timeout_ms=1000,
-            redis_socket_timeout_s=5,
-            triton_grpc_url=triton_url,
-            model_repository=MODEL_REPOSITORY,
-            shard_size=8,
-            task_retry_backoff_s=1,
-            shard_lease_s=10,
-            sweep_interval_s=1,
-            audit_interval_s=5,
-        )
+        s = failover_settings(group, triton_url)
         store = open_store(s)
         env = settings_env(s)
         with (

@@ -13,7 +13,6 @@ failover stayed `queued`.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -27,10 +26,10 @@ import pytest
 from devstack import stack
 from devstack.sentinels import SentinelGroup, redis_sentinels
 from devstack.services import REPO, api_server, stop, wait_for
-from docq.config import Settings
 from docq.store import open_store
-from tests.conftest import MODEL_REPOSITORY, fault_documents, settings_env, tenant_headers
+from tests.conftest import fault_documents, settings_env, tenant_headers
 from tests.support.polling import until
+from tests.support.sentinel import failover_settings, kill_master
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -81,10 +80,7 @@ def supervised(env: dict[str, str], log: Path, queues: str, name: str) -> Iterat
 def kill_and_restart(group: SentinelGroup) -> None:
     """SIGKILL the master; 5 s later start it again on its data, as a replica of whichever
     server the Sentinels promoted."""
-    old = group.master_port()
-    assert old is not None
-    os.kill(group.servers[old].pid, signal.SIGKILL)
-    group.servers[old].wait(10)
+    old = kill_master(group)
     time.sleep(5)
     until(lambda: group.master_port() not in (None, old), "a promoted master", 60)
     new = group.master_port()
@@ -94,20 +90,7 @@ def kill_and_restart(group: SentinelGroup) -> None:
 def one_run(tmp_path: Path, triton_url: str) -> None:
     docs = fault_documents()
     with redis_sentinels(tmp_path / "redis") as group:
-        s = Settings(
-            redis_url=group.url,
-            redis_wait_replicas=1,
-            redis_wait_timeout_ms=1000,
-            redis_socket_timeout_s=5,
-            triton_grpc_url=triton_url,
-            model_repository=MODEL_REPOSITORY,
-            shard_size=8,
-            task_retry_backoff_s=1,
-            shard_lease_s=10,
-            sweep_interval_s=1,
-            audit_interval_s=5,
-            worker_stall_s=10,
-        )
+        s = failover_settings(group, triton_url, worker_stall_s=10)
         store = open_store(s)
         env = settings_env(s)
         small_log = tmp_path / "small-worker.log"

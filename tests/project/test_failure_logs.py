@@ -29,6 +29,7 @@ def test_a_failed_test_shows_the_last_lines_of_its_logs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the subprocess imports tests.failure_logs
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # the venv's: half a minute
     pytester.makeconftest('pytest_plugins = ["tests.failure_logs"]\n')
     pytester.makepyfile(test_it=BODY)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")

@@ -1,5 +1,11 @@
 """tests/tiers.py: a test that starts a service, kills a process or builds a model without
-its tier's marker fails, naming what it did; with the marker it runs."""
+its tier's marker fails, naming what it did; with the marker it runs.
+
+Each inner pytest is a subprocess (the audit hook it installs cannot be removed), so the
+cases share one run, which loads no plugin but tests.tiers: a run costs seconds on a loaded
+2-core machine, a case almost nothing. The service started is uvicorn's `--version` (one of
+tests.tiers.SERVICES, as Celery is, and a tenth of Celery's start-up).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ BODIES = {
     "service": """
 import subprocess, sys
 def test_it():
-    subprocess.run([sys.executable, "-m", "celery", "--version"], capture_output=True)
+    subprocess.run([sys.executable, "-m", "uvicorn", "--version"], capture_output=True)
 """,
     "kill": """
 import os, signal, subprocess
@@ -37,13 +43,22 @@ def test_it(tmp_path):
 """,
 }
 MARKER = {"service": "e2e", "kill": "faults", "build": "build"}
+MISSING_TOOL = f"""
+from tests.tiers import missing_tool
+def test_skipped_in_a_bare_run(monkeypatch):
+    monkeypatch.delenv("{REQUIRE_TOOLS}", raising=False)
+    missing_tool("x", "y")
+def test_failed_under_make_test(monkeypatch):
+    monkeypatch.setenv("{REQUIRE_TOOLS}", "1")
+    missing_tool("x", "y")
+"""
 
 
-def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, **files: str) -> pytest.RunResult:
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_it=body)
+    pytester.makepyfile(**files)
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
-    return pytester.runpytest_subprocess(*args)
+    return pytester.runpytest_subprocess("-v")
 
 
 @pytest.fixture
@@ -51,46 +66,48 @@ def pytester_repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     from tests.tiers import ROOT
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the subprocess imports tests.tiers
+    # the venv's plugins (schemathesis, hypothesis, playwright...) cost an inner run half a
+    # minute on 2 loaded cores to load; its tests need only tests.tiers
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     return pytester
 
 
-@pytest.mark.parametrize("what", list(BODIES))
-def test_an_unmarked_test_that_does_it_fails_naming_what_it_did(
-    pytester_repo: pytest.Pytester, what: str
+@pytest.fixture
+def tier_run(pytester_repo: pytest.Pytester) -> pytest.RunResult:
+    """One inner run: each body unmarked and marked, and a program that is not installed."""
+    files = {f"test_{what}_unmarked": body for what, body in BODIES.items()}
+    for what, body in BODIES.items():
+        marked = body.replace("def test_it", f"@pytest.mark.{MARKER[what]}\ndef test_it")
+        files[f"test_{what}_marked"] = "import pytest\n" + marked
+    return run(pytester_repo, test_missing_tool=MISSING_TOOL, **files)
+
+
+def test_unmarked_tests_fail_naming_what_they_did_marked_pass_missing_programs_skip(
+    tier_run: pytest.RunResult,
 ) -> None:
-    result = run(pytester_repo, BODIES[what])
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*needs its tier's marker*{MARKER[what]}:*"])
-
-
-@pytest.mark.parametrize("what", list(BODIES))
-def test_the_same_test_with_its_marker_passes(pytester_repo: pytest.Pytester, what: str) -> None:
-    marked = BODIES[what].replace("def test_it", f"@pytest.mark.{MARKER[what]}\ndef test_it")
-    result = run(pytester_repo, "import pytest\n" + marked)
-    result.assert_outcomes(passed=1)
+    tier_run.assert_outcomes(failed=4, passed=3, skipped=1)
+    for what in BODIES:
+        tier_run.stdout.fnmatch_lines([f"test_{what}_unmarked.py::test_it FAILED*"])
+        tier_run.stdout.fnmatch_lines([f"test_{what}_marked.py::test_it PASSED*"])
+        tier_run.stdout.fnmatch_lines([f"*needs its tier's marker*{MARKER[what]}:*"])
+    # a program that is not installed: skipped in a bare run, a failure under `make test`
+    tier_run.stdout.fnmatch_lines(
+        [
+            "test_missing_tool.py::test_skipped_in_a_bare_run SKIPPED*",
+            "test_missing_tool.py::test_failed_under_make_test FAILED*",
+        ]
+    )
+    tier_run.stdout.fnmatch_lines([f"*{REQUIRE_TOOLS} says this run must have it*"])
 
 
 def test_a_worker_fixture_without_e2e_is_refused_at_collection(
     pytester_repo: pytest.Pytester,
 ) -> None:
-    result = run(pytester_repo, "def test_it(worker):\n    pass\n")
+    result = run(pytester_repo, test_it="def test_it(worker):\n    pass\n")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*must be marked e2e*", "*test_it.py::test_it: uses [[]'worker'[]]*"]
     )
-
-
-@pytest.mark.parametrize("required", [False, True])
-def test_a_missing_program_skips_a_bare_run_and_fails_make_test(
-    pytester_repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, required: bool
-) -> None:
-    if required:
-        monkeypatch.setenv(REQUIRE_TOOLS, "1")
-    else:
-        monkeypatch.delenv(REQUIRE_TOOLS, raising=False)
-    body = "from tests.tiers import missing_tool\ndef test_it():\n    missing_tool('x', 'y')\n"
-    result = run(pytester_repo, body)
-    result.assert_outcomes(**({"failed": 1} if required else {"skipped": 1}))
 
 
 class _Item:

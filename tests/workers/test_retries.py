@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import redis
 from celery import Celery
 
-from devstack.services import redis_server
 from docq import keys
-from docq.config import Settings
 from docq.jobs import Attempt, DeliveryState
-from docq.queue import WEBHOOKS_QUEUE, delivery_of, make_celery
+from docq.queue import WEBHOOKS_QUEUE, delivery_of
 from docq.store import Document, JobStore, WebhookTarget
 from docq.webhook_guard import generate_secret
 from docq.webhooks import dispatch
@@ -30,19 +26,8 @@ LEASE_S = 12.0
 
 
 @pytest.fixture
-def url(tmp_path: Path) -> Iterator[str]:
-    with redis_server(tmp_path / "redis") as url:  # its own: the schedule is global
-        yield url
-
-
-@pytest.fixture
-def store(url: str) -> JobStore:
-    return JobStore.from_url(url, shard_size=4, ttl_s=3600)
-
-
-@pytest.fixture
-def celery(url: str) -> Celery:
-    return make_celery(Settings(redis_url=url))
+def store(own_store: JobStore) -> JobStore:
+    return own_store
 
 
 def final_job(store: JobStore) -> str:

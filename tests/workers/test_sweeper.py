@@ -9,17 +9,13 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import redis
 from celery import Celery
 
-from devstack.services import redis_server
 from docq import keys
-from docq.config import Settings
 from docq.jobs import Attempt, DeliveryState
 from docq.queue import (
     CPU_QUEUE,
@@ -30,7 +26,6 @@ from docq.queue import (
     delivery_of,
     enqueue_shards,
     enqueue_webhook,
-    make_celery,
     shard_of,
 )
 from docq.store import Document, JobStore, WebhookTarget
@@ -43,19 +38,8 @@ LANES = 8
 
 
 @pytest.fixture
-def url(tmp_path: Path) -> Iterator[str]:
-    with redis_server(tmp_path / "redis") as url:  # its own: leases are global keys
-        yield url
-
-
-@pytest.fixture
-def store(url: str) -> JobStore:
-    return JobStore.from_url(url, shard_size=4, ttl_s=3600)
-
-
-@pytest.fixture
-def celery(url: str) -> Celery:
-    return make_celery(Settings(redis_url=url))
+def store(own_store: JobStore) -> JobStore:
+    return own_store
 
 
 def queued(url: str) -> dict[str, int]:

@@ -6,9 +6,8 @@ trimmed tritonserver).
 `unmet()` follows the imports of the modules the device runs (ENTRY and every docq module
 they import, lazily or not, read with `ast`: nothing is imported here) and the requirements
 of each carried wheel (read from this machine's installed metadata), and names what would
-fail there. tests/bench/test_carried.py runs it; so can you:
-
-    .venv/bin/python -m bench.gpu.carried
+fail there. A check, not a measurement: tests/bench/test_carried.py runs it before every
+GPU session (`pytest tests/bench/test_carried.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from bench.gpu.pack import PROFILES, REPO, STUB_PYTHON, WHEELS
+from bench.gpu.pack import REPO, STUB_PYTHON, WHEELS
 
 # What the device runs: the GPU benches, the served runtime (in the Python-backend stub),
 # and what bench.gpu.pipeline starts there (the API, the workers, docq validate).
@@ -48,7 +47,7 @@ OCR_ABSENT = {
     "tesserocr": "OCR's binding; its language data (Debian's tesseract-ocr-eng) travels only "
     "with --profile scans, so docq.extract.ocr answers ocr_unavailable before importing it",
 }
-DEVICE_LIST = Path(__file__).with_name("device-packages.txt")
+DEVICE_LIST = REPO / "bench" / "gpu" / "device-packages.txt"
 # Requirement markers as the device's python3 reads them (Python 3.12 on Linux).
 DEVICE_ENV = {"python_version": STUB_PYTHON, "sys_platform": "linux", "extra": ""}
 
@@ -139,16 +138,3 @@ def unmet(
             if canonical(needed.name) not in there:
                 problems.append(f"{pin} requires {text}: neither on the device nor carried")
     return problems
-
-
-def main() -> None:
-    problems = [f"{name}: {line}" for name, pins in PROFILES.items() for line in unmet(pins)]
-    for line in problems:
-        print(line)
-    if problems:
-        sys.exit(f"{len(problems)} packages the device would not find (bench/gpu/carried.py)")
-    print(f"every import of {len(ENTRY)} device entry points is on the device or carried")
-
-
-if __name__ == "__main__":
-    main()
