@@ -23,7 +23,9 @@ from transformers import BertForSequenceClassification
 from conversion import attestation, last_layer
 from docq.text.windowing import Window
 
-CACHE = Path(__file__).resolve().parent.parent / "build" / "layer-inputs"
+# Where conversion.demo_train keeps them; None keeps nothing (tests/conversion/
+# test_demo_training.py: a retrain from scratch, and no gigabyte written in CI).
+CACHE: Path | None = Path(__file__).resolve().parent.parent / "build" / "layer-inputs"
 
 
 def key(source: Path, windows: Sequence[Window]) -> str:
@@ -41,7 +43,7 @@ def layer_inputs(
     model: BertForSequenceClassification,
     windows: Sequence[Window],
     source: Path,
-    cache: Path | None = CACHE,
+    cache: Path | None,
 ) -> tuple[list[torch.Tensor], bool]:
     """last_layer.layer_inputs of `windows`, from `cache` where a run kept them (None: no
     cache); and whether they came from it."""

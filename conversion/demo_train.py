@@ -66,7 +66,7 @@ def train_head(
     windows, labels = training_windows(tokenizer, spec, seed)
     phase("load_and_tokenize")
     log(f"encoding {len(windows)} training windows from {TRAIN_DOCS} documents")
-    inputs, cached = demo_cache.layer_inputs(model, windows, source)
+    inputs, cached = demo_cache.layer_inputs(model, windows, source, demo_cache.CACHE)
     phase("encode_training_windows")
     if cached:
         log(f"the frozen layers' outputs read from {demo_cache.CACHE} (same encoder and ids)")
