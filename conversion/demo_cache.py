@@ -1,13 +1,14 @@
 """The frozen layers' outputs for doc-type's training windows, kept between training runs.
 
-Most of a doc-type training run on two cores is the encoder's forward pass over the
-training windows through the frozen embeddings and layers 0-4 (`phases_s`:
-encode_training_windows). What it gives depends only on the encoder's weights, the
-windows' token ids, the thread count and the torch and transformers versions, so it is
-kept in build/layer-inputs/<key>.pt and read back by the next run on the same inputs: a
-rerun of the gates, a change of epochs or learning rate that keeps the corpus. The values
-read back are the ones computed (FP16 tensors, saved exactly), so a run from the cache
-trains the same head as one without it. A clean clone (CI) has no cache and encodes.
+A doc-type training run starts with the encoder's forward pass over every training
+window through the frozen embeddings and layers 0-4 (`phases_s`: encode_training_windows;
+its epochs then train the last layer on these outputs). They depend only on the
+encoder's weights, the windows' token ids, the thread count and the torch and
+transformers versions, so they are kept in build/layer-inputs/<key>.pt and read back by
+the next run on the same inputs: a rerun of the gates, a change of epochs or learning
+rate that keeps the corpus. The values read back are the ones computed (FP16 tensors,
+saved exactly), so a run from the cache trains the same head as one without it. A clean
+clone (CI) has no cache and encodes.
 """
 
 from __future__ import annotations
