@@ -186,7 +186,7 @@ def build(
     record = None if retrain else attestation.committed(NAME, source, heads)
     if record is None:
         training = demo_train.train_head(
-            model, tokenizer, spec, phase, lambda message: log(message, start), SEED
+            model, tokenizer, spec, phase, lambda message: log(message, start), SEED, source
         )
     else:
         attestation.load_head(model, heads / f"{NAME}.safetensors")

@@ -11,14 +11,17 @@ anything is exported or gated: the committed file is exactly the model the gates
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import torch
 import transformers
 
-from conversion import attestation, head, last_layer
+from conversion import attestation, demo_cache, head, last_layer
 from corpus.doc_type import LABELS, generate
 from docq.text.tokens import windows_of
-from docq.text.windowing import WindowSpec
+from docq.text.windowing import Window, WindowSpec
 
 TRAIN_DOCS, TRAIN_SEED = 1800, 1001
 # Windows per training document: bounds the encoder's work on long documents while still
@@ -35,6 +38,19 @@ def trained_parameters(model: transformers.BertForSequenceClassification) -> tup
     return (*attestation.HEAD_PARAMETERS, *attestation.layer_parameters(model))
 
 
+def training_windows(
+    tokenizer: transformers.PreTrainedTokenizerFast, spec: WindowSpec, seed: int
+) -> tuple[list[Window], npt.NDArray[np.int64]]:
+    """The training documents' windows that training reads (WINDOWS_PER_DOC of each at
+    most) and each one's label index."""
+    train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
+    per_doc = windows_of(tokenizer, [d.text for d in train_docs], spec)
+    return head.training_windows(
+        [(d.label, ws) for d, ws in zip(train_docs, per_doc, strict=True)],
+        LABELS, WINDOWS_PER_DOC, seed,
+    )  # fmt: skip
+
+
 def train_head(
     model: transformers.BertForSequenceClassification,
     tokenizer: transformers.PreTrainedTokenizerFast,
@@ -42,20 +58,18 @@ def train_head(
     phase: Callable[[str], None],
     log: Callable[[str], None],
     seed: int,
+    source: Path,
 ) -> dict[str, object]:
     """Fit the last encoder layer, the pooler and the classifier on the frozen layers'
-    outputs for training windows, rounded to what the head file stores (HEAD_DTYPE);
-    return what the record keeps of the run."""
-    train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
-    per_doc = windows_of(tokenizer, [d.text for d in train_docs], spec)
-    windows, labels = head.training_windows(
-        [(d.label, ws) for d, ws in zip(train_docs, per_doc, strict=True)],
-        LABELS, WINDOWS_PER_DOC, seed,
-    )  # fmt: skip
+    outputs for training windows (the encoder at `source`; kept by conversion.demo_cache),
+    rounded to what the head file stores (HEAD_DTYPE); return what the record keeps."""
+    windows, labels = training_windows(tokenizer, spec, seed)
     phase("load_and_tokenize")
-    log(f"encoding {len(windows)} training windows from {len(train_docs)} documents")
-    inputs = last_layer.layer_inputs(model, windows)
+    log(f"encoding {len(windows)} training windows from {TRAIN_DOCS} documents")
+    inputs, cached = demo_cache.layer_inputs(model, windows, source, demo_cache.CACHE)
     phase("encode_training_windows")
+    if cached:
+        log(f"the frozen layers' outputs read from {demo_cache.CACHE} (same encoder and ids)")
     log(f"training the last layer (lr {LAYER_LR}) + pooler + classifier")
     losses = last_layer.train(model, inputs, labels, epochs=EPOCHS, layer_lr=LAYER_LR, seed=seed)
     last_layer.round_to(model, trained_parameters(model), HEAD_DTYPE)

@@ -10,202 +10,7 @@ import datetime as dt
 import random
 from dataclasses import dataclass
 
-_NAME_HEADS = (
-    "North",
-    "Blue",
-    "Silver",
-    "Oak",
-    "Iron",
-    "Summit",
-    "Harbor",
-    "Crest",
-    "Granite",
-    "Maple",
-    "Apex",
-    "Cedar",
-    "River",
-    "Falcon",
-    "Meridian",
-    "Atlas",
-    "Pioneer",
-    "Evergreen",
-    "Beacon",
-    "Sterling",
-    "Vantage",
-    "Lumen",
-    "Nordic",
-    "Coastal",
-    "Redwood",
-    "Orion",
-    "Delta",
-    "Kestrel",
-)
-_NAME_TAILS = (
-    "wind",
-    "peak",
-    "field",
-    "gate",
-    "stone",
-    "bridge",
-    "line",
-    "point",
-    "view",
-    "works",
-    "dale",
-    "ford",
-    "mark",
-    "way",
-    "haven",
-    "light",
-    "core",
-    "tech",
-    "wood",
-    "port",
-)
-_TRADES = (
-    "Logistics",
-    "Office Supplies",
-    "Industrial Components",
-    "IT Solutions",
-    "Consulting",
-    "Facility Services",
-    "Packaging",
-    "Electrical Wholesale",
-    "Print & Media",
-    "Engineering",
-    "Trading",
-    "Catering",
-    "Medical Supplies",
-    "Building Materials",
-    "Software",
-    "Automation",
-    "Textiles",
-    "Foods",
-    "Security Services",
-    "Cleaning Services",
-    "Hardware",
-)
-_SUFFIXES = ("Ltd", "Ltd.", "GmbH", "LLC", "Inc.", "S.A.", "B.V.", "plc", "AG", "S.r.l.", "Co.")
-_FIRST = (
-    "Anna",
-    "James",
-    "Maria",
-    "Thomas",
-    "Sofia",
-    "Daniel",
-    "Laura",
-    "Peter",
-    "Emma",
-    "Lukas",
-    "Olivia",
-    "Marco",
-    "Chloe",
-    "David",
-    "Sara",
-    "Jan",
-    "Elena",
-    "Michael",
-    "Julia",
-    "Ahmed",
-    "Priya",
-    "Chen",
-    "Fatima",
-    "Oliver",
-    "Hannah",
-    "Pierre",
-    "Ines",
-    "Robert",
-    "Nina",
-    "Tom",
-)
-_LAST = (
-    "Smith",
-    "Müller",
-    "Rossi",
-    "García",
-    "Johnson",
-    "Schneider",
-    "Dubois",
-    "Novak",
-    "Jansen",
-    "Brown",
-    "Fischer",
-    "Martin",
-    "Kowalski",
-    "Weber",
-    "Lopez",
-    "Taylor",
-    "Bianchi",
-    "Patel",
-    "Nguyen",
-    "Andersen",
-    "O'Brien",
-    "Keller",
-    "Moreau",
-    "Hughes",
-    "Wagner",
-    "Silva",
-    "Khan",
-)
-_STREETS = (
-    "High Street",
-    "Station Road",
-    "Industriestraße",
-    "Market Square",
-    "Harbour Way",
-    "Mill Lane",
-    "Park Avenue",
-    "Church Road",
-    "Rue de la Paix",
-    "Via Roma",
-    "Kingsway",
-    "Business Park",
-    "Commerce Drive",
-    "Hauptstraße",
-    "Canal Street",
-    "Riverside",
-    "Elm Street",
-    "Oak Avenue",
-    "Dock Road",
-    "Innovation Way",
-    "Bahnhofstraße",
-)
-_CITIES = (
-    ("London", "EC1A 1BB", "United Kingdom"),
-    ("Manchester", "M1 2AB", "United Kingdom"),
-    ("Berlin", "10115", "Germany"),
-    ("Munich", "80331", "Germany"),
-    ("Hamburg", "20095", "Germany"),
-    ("Paris", "75002", "France"),
-    ("Lyon", "69002", "France"),
-    ("Milan", "20121", "Italy"),
-    ("Madrid", "28013", "Spain"),
-    ("Amsterdam", "1012 AB", "Netherlands"),
-    ("Rotterdam", "3011 AA", "Netherlands"),
-    ("Vienna", "1010", "Austria"),
-    ("Zurich", "8001", "Switzerland"),
-    ("Dublin", "D02 X285", "Ireland"),
-    ("Warsaw", "00-001", "Poland"),
-    ("Boston", "MA 02108", "USA"),
-    ("Chicago", "IL 60601", "USA"),
-    ("Austin", "TX 73301", "USA"),
-    ("Toronto", "ON M5H 2N2", "Canada"),
-)
-
-_VAT_PREFIX = {
-    "United Kingdom": "GB",
-    "Germany": "DE",
-    "France": "FR",
-    "Italy": "IT",
-    "Spain": "ES",
-    "Netherlands": "NL",
-    "Austria": "AT",
-    "Switzerland": "CHE",
-    "Ireland": "IE",
-    "Poland": "PL",
-    "USA": "US",
-    "Canada": "CA",
-}
+from corpus import names
 
 
 @dataclass(frozen=True)
@@ -227,25 +32,27 @@ class Party:
 
 
 def person(rng: random.Random) -> str:
-    return f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
+    return f"{rng.choice(names.FIRST)} {rng.choice(names.LAST)}"
 
 
 def party(rng: random.Random, trade: str | None = None) -> Party:
     """A random company; `trade` fixes its line of business when the document needs one."""
-    head = rng.choice(_NAME_HEADS) + rng.choice(_NAME_TAILS)
-    trade = trade or rng.choice(_TRADES)
-    name = f"{head} {trade} {rng.choice(_SUFFIXES)}" if rng.random() < 0.8 else f"{head} {trade}"
-    city, postcode, country = rng.choice(_CITIES)
+    head = rng.choice(names.NAME_HEADS) + rng.choice(names.NAME_TAILS)
+    trade = trade or rng.choice(names.TRADES)
+    name = (
+        f"{head} {trade} {rng.choice(names.SUFFIXES)}" if rng.random() < 0.8 else f"{head} {trade}"
+    )
+    city, postcode, country = rng.choice(names.CITIES)
     domain = head.lower() + rng.choice((".com", ".co.uk", ".de", ".eu", ".net", ".io"))
     return Party(
         name=name,
-        street=f"{rng.randint(1, 240)} {rng.choice(_STREETS)}",
+        street=f"{rng.randint(1, 240)} {rng.choice(names.STREETS)}",
         city=city,
         postcode=postcode,
         country=country,
         phone=f"+{rng.randint(1, 49)} {rng.randint(10, 999)} {rng.randint(100000, 9999999)}",
         email=f"{rng.choice(('info', 'accounts', 'sales', 'orders', 'billing'))}@{domain}",
-        vat_id=f"{_VAT_PREFIX[country]}{rng.randint(100000000, 999999999)}",
+        vat_id=f"{names.VAT_PREFIX[country]}{rng.randint(100000000, 999999999)}",
         contact=person(rng),
     )
 

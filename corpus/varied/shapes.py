@@ -8,7 +8,8 @@ import random
 from collections.abc import Callable
 
 from corpus import fakes as fk
-from corpus.varied.kinds import KINDS, Kind
+from corpus.varied.kind import Kind
+from corpus.varied.kinds import KINDS
 from corpus.varied.world import World
 
 _CARDS = ("VISA", "Mastercard", "Amex", "Debit", "Maestro", "EFTPOS", "Apple Pay")

@@ -17,7 +17,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conversion import attestation, demo, demo_lang
+from conversion import attestation, demo, demo_cache, demo_lang
 
 RETRAIN = "rerun `python -m conversion.{module} --train` and commit conversion/heads/"
 
@@ -26,7 +26,10 @@ RETRAIN = "rerun `python -m conversion.{module} --train` and commit conversion/h
 @pytest.mark.build
 @pytest.mark.timeout(1800)  # doc-type trained for 1,082 s on the 2-core AMD EPYC of 2026-12-04
 @pytest.mark.parametrize("module", [demo, demo_lang], ids=["doc-type", "doc-lang"])
-def test_training_gives_the_committed_head(module: ModuleType, tmp_path: Path) -> None:
+def test_training_gives_the_committed_head(
+    module: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo_cache, "CACHE", None)  # from scratch: no layer inputs kept
     heads = tmp_path / "heads"
     report = module.build(tmp_path / "repo", tmp_path / "build", heads, retrain=True)
     assert report["published"], report

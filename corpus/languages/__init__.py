@@ -1,0 +1,1 @@
+"""What each of corpus.doc_lang's six languages writes on business documents."""
