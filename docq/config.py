@@ -24,6 +24,7 @@ from docq.config_fields import (
     Webhooks,
     Workers,
 )
+from docq.config_manifests import Manifests
 from docq.config_redis import RedisTopology
 from docq.config_uploads import Files
 from docq.errors import WebhookRefused
@@ -49,6 +50,7 @@ class Settings(  # one base per area
     Extraction,
     Files,
     Blobs,
+    Manifests,
 ):
     """docq settings; validated once at process start (fields: config_fields.py)."""
 

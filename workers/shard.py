@@ -12,6 +12,7 @@ from docq.catalog import ModelCatalog
 from docq.errors import ModelError, NotFound
 from docq.jobs import JobStatus
 from docq.store import JobStore, ShardDocument
+from docq.store.manifests import fail_part
 from docq.text.aggregation import Prediction
 from docq.text.tokenizing import load_tokenizer
 from workers import metrics
@@ -142,6 +143,8 @@ def fail_shard(
     """
     try:
         job = ctx.store.get_job(job_id)
+        if job.manifest is not None:  # a part never read: its object's one failed document
+            fail_part(ctx.store, job, n, error)
         documents = ctx.store.load_shard(job, n)
     except NotFound:  # the job is gone, or the shard is done and its documents dropped
         return None
