@@ -49,6 +49,7 @@ from rich.text import Text
 from client import errors
 from client.documents import Limits, from_paths
 from client.keys_cli import app as keys_app
+from client.manifest_cli import submit_manifest
 from client.sdk import DEFAULT_URL, DocqClient, Submission
 from client.sdk import Progress as JobsProgress
 from conversion.cli import convert, validate
@@ -308,6 +309,7 @@ def models(url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
 app.command()(convert)
 app.command()(validate)
 app.add_typer(keys_app, name="keys")
+app.command("submit-manifest")(submit_manifest)
 
 
 if __name__ == "__main__":
