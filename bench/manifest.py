@@ -44,7 +44,7 @@ def write_objects(root: Path, objects: int, per_object: int) -> int:
     total = 0
     for o in range(objects):
         lines = (
-            json.dumps({"id": f"o{o}-{i}", "text": f"{WORDS[i % 10]} {i} {WORDS[o % 10]} {o}"})
+            json.dumps({"id": f"o{o}-{i}", "text": f"{WORDS[i % 10]} {i} {WORDS[o % 10]} {o} " * 4})
             for i in range(per_object)
         )
         data = ("\n".join(lines) + "\n").encode()
@@ -62,7 +62,8 @@ def run(objects: int, per_object: int, part_bytes: int, timeout_s: float) -> dic
     made_s = time.monotonic() - made
     work = Path(tempfile.mkdtemp(prefix="docq-bench-manifest-"))
     try:
-        with Stack(REPO_ROOT / "model_repository", work, shard_size=64, extract=True) as st:
+        repo = REPO_ROOT / "model_repository"
+        with Stack(repo, work, shard_size=64, extract=True, ready_s=600) as st:
             r = redis.Redis.from_url(st.settings.redis_url)
             before = int(r.info("memory")["used_memory"])
             with httpx.Client(base_url=st.url, headers=st.headers, timeout=600) as client:
@@ -110,7 +111,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--objects", type=int, default=100)
     p.add_argument("--per-object", type=int, default=10_000)
-    p.add_argument("--part-bytes", type=int, default=256 * 1024)
+    p.add_argument("--part-bytes", type=int, default=64 * 1024)  # the setting's default
     p.add_argument("--timeout-s", type=float, default=300)
     p.add_argument("--out", type=Path)
     a = p.parse_args()

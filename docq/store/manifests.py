@@ -19,7 +19,14 @@ from docq import keys
 from docq.jobs import JobRecord, JobStatus
 from docq.manifests import Part
 from docq.store import connection
-from docq.store.codec import PENDING, ShardDocument, decode, decode_values, pack_entries, unpack_shard
+from docq.store.codec import (
+    PENDING,
+    ShardDocument,
+    decode,
+    decode_values,
+    pack_entries,
+    unpack_shard,
+)
 from docq.store.deliveries import WebhookTarget
 from docq.store.idempotency import IdempotencyClaim
 from docq.store.jobs import JobStore
