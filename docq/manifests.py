@@ -26,6 +26,9 @@ from docq.objects import Scope
 from docq.schemas import WebhookIn
 
 NDJSON_SUFFIXES = (".ndjson", ".jsonl")
+# The job's first NDJSON part is this short (a few dozen documents), so that its first
+# results come in seconds, whatever the part size; the rest are `manifest_part_bytes`.
+FIRST_PART_BYTES = 4096
 
 
 class ManifestIn(BaseModel):
@@ -126,8 +129,10 @@ def _too_many(limit: int) -> PayloadTooLarge:
 
 def plan(objects: Iterable[tuple[str, int]], part_bytes: int, group: int) -> list[Part]:
     """The parts of a manifest's objects, in manifest order: each NDJSON object in byte
-    ranges of `part_bytes` (an empty one as one empty part), files in groups of `group`."""
+    ranges of `part_bytes` (the job's first one FIRST_PART_BYTES at most; an empty object
+    as one empty part), files in groups of `group`."""
     parts: list[Part] = []
+    step = min(part_bytes, FIRST_PART_BYTES)
     files: list[str] = []
     for key, size in objects:
         if not is_ndjson(key):
@@ -139,10 +144,11 @@ def plan(objects: Iterable[tuple[str, int]], part_bytes: int, group: int) -> lis
         if files:
             parts.append(Part(tuple(files)))
             files = []
-        parts += [
-            Part((key,), start, min(start + part_bytes, size), ndjson=True)
-            for start in range(0, max(size, 1), part_bytes)
-        ]
+        start = 0
+        while start == 0 or start < size:
+            parts.append(Part((key,), start, min(start + step, size), ndjson=True))
+            start += step
+            step = part_bytes
     if files:
         parts.append(Part(tuple(files)))
     return parts

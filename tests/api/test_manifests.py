@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from docq import keys
 from docq.config import Settings
-from docq.manifests import Part
+from docq.manifests import FIRST_PART_BYTES, Part
 from docq.queue import EXTRACT_QUEUE, EXTRACT_SHARD
 from docq.store.manifests import pending_part
 from tests.api.conftest import queued
@@ -60,9 +60,16 @@ def test_a_manifest_is_answered_with_parts_and_no_document_read(
     size_a = (objects_root(settings) / "tenants" / TENANT / objects[0]).stat().st_size
     part_bytes = settings.manifest_part_bytes
     assert size_a > part_bytes, "a.ndjson must span parts"
-    assert job.manifest is not None and job.shards == -(-size_a // part_bytes) + 2
+    # a.ndjson: a short first part (first results sooner), then ranges of part_bytes
+    ranges = -(-(size_a - FIRST_PART_BYTES) // part_bytes)
+    size_b = (objects_root(settings) / "tenants" / TENANT / objects[1]).stat().st_size
+    ranges_b = -(-size_b // part_bytes)  # b.jsonl: ranges; letter.txt: one part
+    assert job.manifest is not None and job.shards == 1 + ranges + ranges_b + 1
     first = pending_part(store, job, 0)
-    assert first == Part((f"tenants/{TENANT}/{objects[0]}",), 0, part_bytes, ndjson=True)
+    assert first == Part((f"tenants/{TENANT}/{objects[0]}",), 0, FIRST_PART_BYTES, ndjson=True)
+    second = pending_part(store, job, 1)
+    end = FIRST_PART_BYTES + part_bytes
+    assert second == Part((f"tenants/{TENANT}/{objects[0]}",), FIRST_PART_BYTES, end, ndjson=True)
     last = pending_part(store, job, job.shards - 1)
     assert last == Part((f"tenants/{TENANT}/{objects[2]}",))
     # No document's text is in Redis: only references.
