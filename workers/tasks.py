@@ -16,6 +16,7 @@ from docq import webhooks
 from docq.config import Settings, get_settings
 from docq.errors import DocqError, RetryableError, StoreUnavailable
 from docq.extract import Limits
+from docq.jobs import JobRecord
 from docq.queue import DELIVER_WEBHOOK, EXTRACT_SHARD, PROCESS_SHARD, SHARD_TASKS, enqueue_shards
 from workers import metrics
 from workers.app import app, context, http, store
@@ -62,6 +63,21 @@ def finish_job(job_id: str) -> None:
     job = store().get_job(job_id)
     write_back(store(), process_objects(s), job, s.manifest_results_lines)
     dispatch_event(job_id)
+
+
+def _part_reader(s: Settings, n: int) -> Callable[[JobRecord], bool]:
+    """Reads part n of a manifest job from the object store (workers/objects.py)."""
+    limits = Limits.from_settings(s)
+    return lambda job: read_part(
+        store(),
+        process_objects(s),
+        job,
+        n,
+        limits=limits,
+        max_chars=s.max_document_chars,
+        max_file_bytes=s.max_file_bytes,
+        parallel=s.read_files_at_once,
+    )
 
 
 def retry_delay(s: Settings, failing_since: float, now: float, retries: int) -> int | None:
@@ -141,13 +157,19 @@ def _leased(
 def process_shard(self: Task, job_id: str, shard: int, failing_since: float | None = None) -> None:
     """Classify one shard of a job (the message carries ids, never documents)."""
     s = get_settings()
+    read = _part_reader(s, shard)
     _leased(
         self,
         job_id,
         shard,
         failing_since,
         lambda: run_shard(
-            context(), job_id, shard, keep_documents=s.keep_documents, on_final=finish_job
+            context(),
+            job_id,
+            shard,
+            keep_documents=s.keep_documents,
+            on_final=finish_job,
+            read_part=read,
         ),
     )
 
@@ -169,16 +191,7 @@ def extract_shard(self: Task, job_id: str, shard: int, failing_since: float | No
             shard,
             limits=limits,
             parallel=s.read_files_at_once,
-            read_part=lambda job, n: read_part(
-                store(),
-                process_objects(s),
-                job,
-                n,
-                limits=limits,
-                max_chars=s.max_document_chars,
-                max_file_bytes=s.max_file_bytes,
-                parallel=s.read_files_at_once,
-            ),
+            read_part=lambda job, n: _part_reader(s, n)(job),
         )
         store().recovery.release(job_id, shard)
         if job is not None:  # a broker outage here retries: the next run only hands on

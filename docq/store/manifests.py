@@ -49,7 +49,7 @@ def create_manifest_job(
 ) -> JobRecord:
     """Store a manifest job, one shard per part, in one transaction (as create_job), its
     record marked `manifest` with its `stride` as its shard size and `documents` 0 (they
-    grow as parts are read). Its shards go to the extract queue first (`files`: parts)."""
+    grow as parts are read). A job with file objects goes to the extract queue first."""
     job_id = idempotency[1].job_id if idempotency else store.new_job_id()
     record: dict[Any, Any] = {
         "id": job_id,
@@ -63,7 +63,10 @@ def create_manifest_job(
         "created_at": repr(time.time()),
         "lane": "bulk",
         "tenant": tenant,
-        "files": len(parts),
+        # parts of files go to the extract workers first; a job of NDJSON objects only
+        # goes straight to the classifying workers, which read each part as they take it
+        # (their lines need no extraction), so reading never runs ahead of classifying
+        "files": sum(1 for p in parts if not p.ndjson),
         "manifest": scope_uri,
         "parts_read": 0,
     }

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from docq import keys
 from docq.config import Settings
 from docq.manifests import FIRST_PART_BYTES, Part
-from docq.queue import EXTRACT_QUEUE, EXTRACT_SHARD
+from docq.queue import EXTRACT_QUEUE, EXTRACT_SHARD, PROCESS_SHARD
 from docq.store.manifests import pending_part
 from tests.api.conftest import queued
 from tests.conftest import TENANT, tenant_headers
@@ -158,3 +158,18 @@ def test_documents_uploads_still_work_beside_manifests(
     )
     assert resp.status_code == 202, resp.text
     assert resp.json()["documents"] == 1
+
+
+def test_a_manifest_of_ndjson_only_goes_straight_to_the_classifying_workers(
+    api: TestClient, broker: redis.Redis, settings: Settings, batch: str
+) -> None:
+    resp = api.post(
+        "/v1/jobs", json={"model": "doc-type", "manifest": {"objects": [f"{batch}/b.jsonl"]}}
+    )
+    assert resp.status_code == 202, resp.text
+    job = store_of(api).get_job(resp.json()["id"])
+    waiting = queued(broker, settings.bulk_lanes)
+    assert waiting[EXTRACT_QUEUE] == []  # its lines need no extraction: read as classified
+    shard_tasks = [t for q, tasks in waiting.items() for t in tasks]
+    assert sorted(t[1][1] for t in shard_tasks) == list(range(job.shards))
+    assert {t[0] for t in shard_tasks} == {PROCESS_SHARD}
