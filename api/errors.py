@@ -27,6 +27,7 @@ STATUS: list[tuple[type[errors.DocqError], int]] = [
     (errors.UnknownModel, 422),
     (errors.Unauthorized, 401),
     (errors.NotFound, 404),
+    (errors.ForbiddenObject, 403),
     (errors.TenantLimitExceeded, 429),
     (errors.Overloaded, 429),
     (errors.Conflict, 409),

@@ -38,6 +38,7 @@ from rich.table import Table
 
 from client import errors
 from client.documents import Limits, from_paths
+from client.manifest_cli import submit_manifest
 from client.models import JobStatus, OnInvalid
 from client.output import console, print_failed, progress_bar, write_results
 from client.sdk import DEFAULT_URL, DocqClient, Submission
@@ -246,6 +247,8 @@ def models(url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
         )
     Console().print(table)
 
+
+app.command("submit-manifest")(submit_manifest)
 
 # The operator's commands need the server's packages: the model toolchain (conversion/cli.py:
 # a checkpoint to a served, parity-checked model) and tenants' keys (api/keys_cli.py: the job

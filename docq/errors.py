@@ -11,6 +11,7 @@
      │    │    └── WebhookRefused     a webhook URL or secret docq will not use (SSRF guard)
      │    ├── Unauthorized       no API key, or one that is unknown or revoked (401)
      │    ├── NotFound           no such job (or it has expired, or is another tenant's)
+     │    ├── ForbiddenObject    a manifest names an object outside its tenant's prefix (403)
      │    ├── Conflict           the request clashes with the job's state (API answers 409)
      │    │    └── IdempotencyKeyReused   same Idempotency-Key, different request
      │    ├── TenantLimitExceeded    the tenant has too much work in flight (429)
@@ -113,6 +114,13 @@ class NotFound(PermanentError):
     code = "not_found"
 
 
+class ForbiddenObject(PermanentError):
+    """A manifest names an object its tenant may not read (outside `tenants/<tenant>/` of
+    the object store, docs/manifests.md); nothing was created."""
+
+    code = "forbidden_object"
+
+
 class Conflict(PermanentError):
     """The request cannot apply to the job as it is now (e.g. redeliver while delivering)."""
 
@@ -156,6 +164,9 @@ DOCUMENT_CODES = frozenset(
         "unsupported_type",  # a content type docq does not read
         "ocr_unavailable",  # it needs OCR and Tesseract is not installed here
         "missing",  # its bytes are gone from the blob store (docq.blobs) before it was read
+        # or its object is gone from the object store before it was read (a manifest job)
+        "invalid_line",  # a manifest's NDJSON line that is not JSON, or has no id or text
+        "duplicate_id",  # a manifest's document whose id an earlier one of the job took
     }
 )
 

@@ -47,6 +47,10 @@ class JobRecord:
     priority: bool = False  # in the small-job lane: its own queue, higher Triton priority
     tenant: str = DEFAULT_TENANT  # who created it: only that tenant's keys see the job
     files: int = 0  # documents uploaded as files: its shards are read (extracted) first
+    # a job from object storage (docq/manifests.py): the URI of its tenant's objects
+    manifest: str | None = None
+    parts_read: int = 0  # of a manifest job's parts (shards), those read so far
+    results_files: tuple[str, ...] | None = None  # written back when it ended (URIs)
 
     @classmethod
     def from_redis(cls, h: dict[str, str]) -> JobRecord:
@@ -72,6 +76,9 @@ class JobRecord:
             priority=h.get("lane") == "priority",
             tenant=h.get("tenant", DEFAULT_TENANT),
             files=int(h.get("files", 0)),
+            manifest=h.get("manifest") or None,
+            parts_read=int(h.get("parts_read", 0)),
+            results_files=tuple(json.loads(h["results_files"])) if "results_files" in h else None,
         )
 
 

@@ -131,3 +131,15 @@ def unenqueued() -> str:
     """Sorted set: id of each job whose record is written but whose shards are not yet known
     to be enqueued -> when it was written (epoch s). Not under a job's hash tag."""
     return f"{PREFIX}:unenqueued"
+
+
+def parts_read(job_id: str) -> str:
+    """Hash: part (shard) number -> documents found in it, for each part of a manifest job
+    a worker has read (docq/manifests.py); a part is read into its shard once."""
+    return f"{PREFIX}:job:{{{job_id}}}:parts"
+
+
+def document_ids(job_id: str) -> str:
+    """Hash: document id -> its index, of a manifest job's documents read so far: the first
+    document with an id holds it, a later one is a `duplicate_id` (store/manifests.py)."""
+    return f"{PREFIX}:job:{{{job_id}}}:ids"

@@ -159,6 +159,11 @@ class Progress(BaseModel):
     documents_failed: int = Field(description="Documents that carry an error instead of a label.")
 
 
+class PartsProgress(BaseModel):
+    total: int = Field(description="Parts of the manifest's objects (a task each).")
+    read: int = Field(description="Parts read so far: their documents are counted.")
+
+
 class JobPublic(BaseModel):
     """A job's status, as polled and as sent in webhooks."""
 
@@ -171,6 +176,14 @@ class JobPublic(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
+    parts: PartsProgress | None = Field(
+        None,
+        description="A job from object storage (a manifest): its parts, and how many were "
+        "read; `documents` counts those found so far, final once every part is read.",
+    )
+    results_files: list[str] | None = Field(
+        None, description="The NDJSON files of results written back when it ended (manifest)."
+    )
 
     @classmethod
     def from_record(cls, job: JobRecord) -> JobPublic:
@@ -186,6 +199,10 @@ class JobPublic(BaseModel):
             started_at=job.started_at,
             finished_at=job.finished_at,
             error=job.error,
+            parts=None
+            if job.manifest is None
+            else PartsProgress(total=job.shards, read=job.parts_read),
+            results_files=None if job.results_files is None else list(job.results_files),
         )
 
 

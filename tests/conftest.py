@@ -51,6 +51,7 @@ def settings(redis_url: str, triton_url: str, service_dir: Path) -> Settings:
         triton_grpc_url=triton_url,
         model_repository=MODEL_REPOSITORY,
         blob_url=(service_dir / "blobs").as_uri(),
+        manifest_url=(service_dir / "objects").as_uri(),  # manifest jobs' (docs/manifests.md)
         shard_size=8,
         accept_head_shards=2,
         task_retry_backoff_s=1,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from docq.errors import ExtractionFailed, NotFound
@@ -63,11 +64,18 @@ def _read(store: JobStore, job_id: str, doc: ShardDocument, limits: Limits) -> S
 
 
 def extract_shard(
-    store: JobStore, job_id: str, n: int, *, limits: Limits, parallel: int
+    store: JobStore,
+    job_id: str,
+    n: int,
+    *,
+    limits: Limits,
+    parallel: int,
+    read_part: Callable[[JobRecord, int], bool] | None = None,
 ) -> JobRecord | None:
     """Read shard n's pending files, `parallel` at once; returns the job when the shard is
     to be classified next, None when there is nothing to hand on (the job is gone, final
-    or cancelled, or the shard has results already)."""
+    or cancelled, or the shard has results already). A manifest job's shard is a part of
+    its objects, read by `read_part` (workers/objects.py)."""
     try:
         job = store.get_job(job_id)
     except NotFound:
@@ -77,6 +85,8 @@ def extract_shard(
         return None
     if store.shard_completed(job_id, n):
         return None
+    if job.manifest is not None and read_part is not None:
+        return job if read_part(job, n) else None
     documents = store.load_shard(job, n)
     pending = [d for d in documents if d.pending]
     if not pending:

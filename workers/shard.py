@@ -10,8 +10,9 @@ from typing import Any
 
 from docq.catalog import ModelCatalog
 from docq.errors import ModelError, NotFound
-from docq.jobs import JobStatus
+from docq.jobs import JobRecord, JobStatus
 from docq.store import JobStore, ShardDocument
+from docq.store.manifests import fail_part
 from docq.text.aggregation import Prediction
 from docq.text.tokenizing import load_tokenizer
 from workers import metrics
@@ -46,6 +47,7 @@ def run_shard(
     *,
     keep_documents: bool = True,
     on_final: Callable[[str], None] = _no_hook,
+    read_part: Callable[[JobRecord], object] | None = None,
 ) -> JobStatus | None:
     """Classify shard n of a job and store its results; returns the job status after it.
 
@@ -71,6 +73,8 @@ def run_shard(
     if ctx.store.shard_completed(job_id, n):
         log.info("job %s shard %d: already done; skipping", job_id, n)
         return job.status
+    if job.manifest is not None and read_part is not None:
+        read_part(job)  # a part not read yet (NDJSON-only jobs skip extract): read it now
     documents = ctx.store.load_shard(job, n)
     if any(d.pending for d in documents):  # never: enqueue_shards sends these to extract
         raise ModelError(f"job {job_id} shard {n}: its files were not read before classifying")
@@ -142,6 +146,8 @@ def fail_shard(
     """
     try:
         job = ctx.store.get_job(job_id)
+        if job.manifest is not None:  # a part never read: its object's one failed document
+            fail_part(ctx.store, job, n, error)
         documents = ctx.store.load_shard(job, n)
     except NotFound:  # the job is gone, or the shard is done and its documents dropped
         return None

@@ -16,10 +16,13 @@ from docq import webhooks
 from docq.config import Settings, get_settings
 from docq.errors import DocqError, RetryableError, StoreUnavailable
 from docq.extract import Limits
+from docq.jobs import JobRecord
 from docq.queue import DELIVER_WEBHOOK, EXTRACT_SHARD, PROCESS_SHARD, SHARD_TASKS, enqueue_shards
 from workers import metrics
 from workers.app import app, context, http, store
 from workers.extraction import extract_shard as read_shard_files
+from workers.objects import process_objects, read_part
+from workers.results_out import write_back
 from workers.shard import fail_shard, run_shard
 from workers.sweeper import Lease, heartbeat
 from workers.webhooks import DeliveryPolicy, deliver
@@ -41,7 +44,7 @@ class ShardTask(Task):  # type: ignore[misc]
         log.error("job %s shard %d failed: %s", job_id, n, exc)
         # If this raises (Redis down), the shard's lease stays and expires: it is swept.
         fail_shard(
-            context(), job_id, n, reason, keep_documents=s.keep_documents, on_final=dispatch_event
+            context(), job_id, n, reason, keep_documents=s.keep_documents, on_final=finish_job
         )
         store().recovery.release(job_id, n)
 
@@ -51,6 +54,30 @@ def dispatch_event(job_id: str) -> None:
     docq.webhooks.dispatch). A broker outage (QueueUnavailable) is retryable: the shard
     task runs again, finds the job final and dispatches then."""
     webhooks.dispatch(store(), app, job_id)
+
+
+def finish_job(job_id: str) -> None:
+    """What a job's end sets off: a manifest job's results written back to its `results`
+    prefix (workers/results_out.py; a store failure retries the task), then its event."""
+    s = get_settings()
+    job = store().get_job(job_id)
+    write_back(store(), process_objects(s), job, s.manifest_results_lines)
+    dispatch_event(job_id)
+
+
+def _part_reader(s: Settings, n: int) -> Callable[[JobRecord], bool]:
+    """Reads part n of a manifest job from the object store (workers/objects.py)."""
+    limits = Limits.from_settings(s)
+    return lambda job: read_part(
+        store(),
+        process_objects(s),
+        job,
+        n,
+        limits=limits,
+        max_chars=s.max_document_chars,
+        max_file_bytes=s.max_file_bytes,
+        parallel=s.read_files_at_once,
+    )
 
 
 def retry_delay(s: Settings, failing_since: float, now: float, retries: int) -> int | None:
@@ -130,13 +157,19 @@ def _leased(
 def process_shard(self: Task, job_id: str, shard: int, failing_since: float | None = None) -> None:
     """Classify one shard of a job (the message carries ids, never documents)."""
     s = get_settings()
+    read = _part_reader(s, shard)
     _leased(
         self,
         job_id,
         shard,
         failing_since,
         lambda: run_shard(
-            context(), job_id, shard, keep_documents=s.keep_documents, on_final=dispatch_event
+            context(),
+            job_id,
+            shard,
+            keep_documents=s.keep_documents,
+            on_final=finish_job,
+            read_part=read,
         ),
     )
 
@@ -152,7 +185,14 @@ def extract_shard(self: Task, job_id: str, shard: int, failing_since: float | No
     limits = Limits.from_settings(s)
 
     def run() -> None:
-        job = read_shard_files(store(), job_id, shard, limits=limits, parallel=s.read_files_at_once)
+        job = read_shard_files(
+            store(),
+            job_id,
+            shard,
+            limits=limits,
+            parallel=s.read_files_at_once,
+            read_part=lambda job, n: _part_reader(s, n)(job),
+        )
         store().recovery.release(job_id, shard)
         if job is not None:  # a broker outage here retries: the next run only hands on
             enqueue_shards(app, job, [shard], lanes=s.bulk_lanes, extracted=True)

@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from prometheus_client import Histogram
 
-from api import errors, submissions
+from api import errors, manifests, submissions
 from api.auth import Tenant
 from api.deps import Deps
 from api.uploads import NDJSON, parse_upload
@@ -113,8 +113,19 @@ async def create_job(
     the same way, with codes of the same vocabulary. `?on_invalid=reject` asks for all or
     nothing instead. Files are read into text by the extract workers; each result says
     `pages`, `extraction` (text, ocr, mixed) and `chars`.
+
+    A JSON body `{"model", "manifest": {"objects": [...]} | {"prefix": "..."}, "results",
+    "webhook"}` names objects of the tenant's store instead (docs/manifests.md): files, or
+    NDJSON objects of many documents; the workers read them.
     """
     with UPLOAD_SECONDS.time():
+        if await _manifest_body(request, deps.settings.max_upload_bytes):
+            body = await request.body()
+            submitted = await run_in_threadpool(
+                manifests.submit_manifest, deps, tenant, manifests.parse(body), idempotency_key
+            )
+            response.status_code = 200 if submitted.replayed else 202
+            return submitted.answer
         upload = await parse_upload(request, deps.settings)
         submitted = await run_in_threadpool(
             submissions.submit, deps, tenant, upload, idempotency_key, on_invalid
@@ -122,6 +133,24 @@ async def create_job(
     if submitted.replayed:
         response.status_code = 200
     return submitted.answer
+
+
+async def _manifest_body(request: Request, limit: int) -> bool:
+    """Whether the upload is a manifest (docs/manifests.md): a JSON body with a top-level
+    `manifest`. Only a small JSON body (a declared length up to MANIFEST_PEEK_BYTES) is
+    looked at; it is kept for the upload's parser (Starlette replays `request.body()`)."""
+    declared = request.headers.get("content-length", "")
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json" or not declared.isdigit():
+        return False
+    if int(declared) > min(limit, MANIFEST_PEEK_BYTES):
+        return False
+    return manifests.is_manifest(await request.body())
+
+
+# The largest body looked at for a manifest: a manifest of 10,000 object names fits; a JSON
+# upload of documents larger than this is not read twice.
+MANIFEST_PEEK_BYTES = 4 * 1024 * 1024
 
 
 @router.get("/{job_id}", response_model=JobPublic)

@@ -17,6 +17,7 @@ limits):
     files.py          uploaded files' sizes, how many are read at once
     extract.py        per-document extraction limits and OCR
     blobs.py          where uploaded bytes wait, the orphan sweep
+    manifests.py      the object store manifest jobs read, how they are cut
     observability.py  logs and worker metrics
 """
 
@@ -32,6 +33,7 @@ from docq.config.blobs import LOCAL_BLOBS, Blobs
 from docq.config.extract import Extraction
 from docq.config.files import Files
 from docq.config.jobs import Jobs
+from docq.config.manifests import Manifests
 from docq.config.models import Models
 from docq.config.observability import Observability
 from docq.config.paths import REPO_ROOT
@@ -51,6 +53,7 @@ __all__ = ["LOCAL_BLOBS", "REPO_ROOT", "Settings", "SettingsError", "get_setting
 class Settings(  # one base per area
     BaseSettings,
     Observability,
+    Manifests,
     Blobs,
     Extraction,
     Files,

@@ -259,6 +259,8 @@ class Creating:
                 keys.webhook_attempts(job_id),
                 keys.missing(job_id),
                 keys.invalid(job_id),
+                keys.parts_read(job_id),
+                keys.document_ids(job_id),
                 *(keys.shard(job_id, n) for n in range(shards)),
                 *(keys.file(job_id, i) for i in files),
             )

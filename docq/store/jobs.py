@@ -118,6 +118,10 @@ class JobStore(Creating):
         final, documents of skipped shards (cancelled jobs) are left out. The next cursor
         is None once every document has been passed.
         """
+        if job.manifest is not None:  # numbered by part (store/manifests.py)
+            from docq.store.manifests import results_page
+
+            return results_page(self, job, cursor, limit)
         end = min(cursor + limit, job.documents)
         if cursor >= end:
             return [], None
