@@ -85,19 +85,6 @@ def redis(port: int, data_dir: Path, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
-# A master that has heard from no replica for FENCE_LAG_S refuses writes (NOREPLICAS): an
-# old master cut off from its replicas stops taking writes a few seconds into a partition,
-# and stays so after the heal until the Sentinels make it a replica, instead of taking
-# writes that its demotion throws away (issue 41's fleet). Only where a master has replicas
-# to hear from: with two (the fleet, deploy/k8s-sentinel), one lost still leaves writes on.
-FENCE_LAG_S = 3
-
-
-def fenced() -> list[str]:
-    """redis-server arguments that fence a master without a replica (FENCE_LAG_S)."""
-    return ["--min-replicas-to-write", "1", "--min-replicas-max-lag", str(FENCE_LAG_S)]
-
-
 def _protected(host: str) -> list[str]:
     """Redis' protected mode (no password: loopback clients only) stays on on loopback;
     on another address (a fleet host, devstack/fleet, on a bridge private to this machine)

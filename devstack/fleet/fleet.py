@@ -192,9 +192,13 @@ class Fleet:
             master = self.master()
             replica_of = master if master not in (None, host) else None
             services = [self.layout.redis(host, replica_of), *services[1:]]
-        timeout = TRITON_START_S if host in TRITON_HOSTS else START_S
-        for service in services:
-            self.start(service, timeout)
+            for service in services:  # in order: the Sentinel after its Redis
+                self.start(service, START_S)
+        else:  # the API and the workers need only Redis: all at once, as `up` starts them
+            for service in services:
+                self.launch(service)
+            for service in services:
+                self.wait(service, TRITON_START_S if host in TRITON_HOSTS else START_S)
         self.lost.discard(host)
 
     # -- faults and the end -----------------------------------------------------------

@@ -155,7 +155,7 @@ class Layout:
             if replica_of is None
             else stack.redis_replica(REDIS_PORT, data, REDIS_PORT, addr, self.address(replica_of))
         )
-        return Service("redis", host, [*argv, *stack.fenced()], "redis")
+        return Service("redis", host, argv, "redis")
 
     def services(self, host: str) -> list[Service]:
         """The host's processes in the order they start (Redis as at first `up`)."""
