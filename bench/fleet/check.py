@@ -142,7 +142,19 @@ def check(
     for f in faults:
         after = [t for t in ok_times if t >= f["healed"]]
         first = round(after[0] - f["healed"], 1) if after else None
-        recovery.append({"fault": f["name"], "first_202_after_heal_s": first})
+        during = [
+            a["answered"] - a["sent"]
+            for a in attempts
+            if f["applied"] <= a["sent"] <= f["healed"] and "status" in a
+        ]
+        recovery.append(
+            {
+                "fault": f["name"],
+                "first_202_after_heal_s": first,
+                # the slowest answer (of any status) to an upload sent while the fault held
+                "longest_answer_s": round(max(during), 1) if during else None,
+            }
+        )
         if first is not None and first <= RECOVER_S:
             continue
         if f["healed"] + RECOVER_S > uploads_end:

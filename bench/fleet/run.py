@@ -123,6 +123,8 @@ def run(
     report = check(out, expected, faults, started + seconds)
     report = {"seed": seed, "seconds": round(seconds, 1), "faults": faults, **report}
     report["exited"] = [list(e) for e in fleet.exited()]
+    # what ended by itself during the run and the fleet's supervisor started again
+    report["restarted"] = [r for r in fleet.restarts if float(str(r["at"])) >= started]
     (out / "report.json").write_text(json.dumps(report, indent=1))
     return report
 

@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +44,7 @@ log = logging.getLogger("fleet")
 
 TRITON_START_S = 300  # two servers loading their models on 2 busy cores
 START_S = 240  # a Celery worker took over 90 s to start here at a load of 24
+SUPERVISE_S = 2.0  # how often the supervisor looks for docq processes that ended
 
 
 class Fleet:
@@ -52,6 +54,10 @@ class Fleet:
         self.layout = layout
         self.procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
         self.starts: dict[tuple[str, str], int] = {}
+        self.lost: set[str] = set()  # hosts a nemesis took down: their heal boots them
+        self.restarts: list[dict[str, object]] = []  # what the supervisor started again
+        self.lock = threading.RLock()
+        self.stopping = threading.Event()
 
     @property
     def net(self) -> net.Network:
@@ -81,6 +87,7 @@ class Fleet:
             self.launch(service)
         for service in started:
             self.wait(service)
+        threading.Thread(target=self.supervise, name="fleet-supervisor", daemon=True).start()
 
     def _start_redis(self) -> None:
         """Master, replicas in sync, then the Sentinels once they can see all of it."""
@@ -131,7 +138,7 @@ class Fleet:
         argv = ["ip", "netns", "exec", self.net.ns(service.host)]
         if service.nice:
             argv += ["nice", "-n", str(service.nice)]
-        with self.log(*key).open("ab") as out:
+        with self.lock, self.log(*key).open("ab") as out:
             proc = subprocess.Popen(
                 [*argv, *service.argv],
                 cwd=REPO,
@@ -140,8 +147,8 @@ class Fleet:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.procs[key] = proc
-        self.starts[key] = self.starts.get(key, 0) + 1
+            self.procs[key] = proc
+            self.starts[key] = self.starts.get(key, 0) + 1
         return proc
 
     def wait(self, service: Service, timeout: float = START_S) -> None:
@@ -185,14 +192,21 @@ class Fleet:
             master = self.master()
             replica_of = master if master not in (None, host) else None
             services = [self.layout.redis(host, replica_of), *services[1:]]
-        timeout = TRITON_START_S if host in TRITON_HOSTS else START_S
-        for service in services:
-            self.start(service, timeout)
+            for service in services:  # in order: the Sentinel after its Redis
+                self.start(service, START_S)
+        else:  # the API and the workers need only Redis: all at once, as `up` starts them
+            for service in services:
+                self.launch(service)
+            for service in services:
+                self.wait(service, TRITON_START_S if host in TRITON_HOSTS else START_S)
+        self.lost.discard(host)
 
     # -- faults and the end -----------------------------------------------------------
 
     def lose(self, host: str) -> list[int]:
         """SIGKILL every process of `host` at once (the machine lost); their pids."""
+        with self.lock:  # not started again by the supervisor: the host is down
+            self.lost.add(host)
         killed = net.kill_all(self.net.ns(host))
         for (h, _), proc in self.procs.items():
             if h == host:
@@ -203,27 +217,55 @@ class Fleet:
 
     def down(self) -> None:
         """Kill everything and remove the hosts and the bridge."""
-        net.destroy(self.net)
+        self.stopping.set()
+        with self.lock:
+            net.destroy(self.net)
         for proc in self.procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)
 
     def exited(self) -> list[tuple[str, str, int]]:
         """Processes that ended although no one killed them: (host, name, code)."""
-        return [(*key, rc) for key, proc in self.procs.items() if (rc := proc.poll()) is not None]
+        with self.lock:
+            procs = list(self.procs.items())
+        return [(*key, rc) for key, proc in procs if (rc := proc.poll()) is not None]
 
     def mend(self) -> list[tuple[str, str, int]]:
         """Heal every link and start again every process that ended (what a scenario left
         for the next one); those it started."""
         net.heal(self.net, HOSTS)
-        ended = self.exited()
-        for host, name, _ in ended:
-            service = next(s for s in self.layout.services(host) if s.name == name)
-            if service.ready == "redis":  # back as the replica of the master there is now
-                master = self.master()
-                service = self.layout.redis(host, master if master != host else None)
-            self.start(service, TRITON_START_S)
+        with self.lock:
+            ended = self.exited()
+            for host, name, _ in ended:
+                service = self.service(host, name)
+                if service.ready == "redis":  # back as the replica of the master there is now
+                    master = self.master()
+                    service = self.layout.redis(host, master if master != host else None)
+                self.start(service, TRITON_START_S)
+            self.lost.clear()
         return ended
+
+    def service(self, host: str, name: str) -> Service:
+        return next(s for s in self.layout.services(host) if s.name == name)
+
+    def supervise(self) -> None:
+        """Start again, every SUPERVISE_S, a docq process (the API, a Celery worker) that
+        ended by itself, as Kubernetes restarts a pod's container (restartPolicy: Always)
+        and compose's `restart:` does: a Celery worker exits (code 1) on an error it does
+        not recover from, and a fleet without a supervisor would run one short until the
+        next scenario. Not those of a host a nemesis took down (its heal boots it), nor
+        Redis, the Sentinels or a Triton (only ever lost with their host)."""
+        while not self.stopping.wait(SUPERVISE_S):
+            with self.lock:
+                for host, name, code in self.exited():
+                    service = self.service(host, name)
+                    if host in self.lost or service.ready not in ("log", "http"):
+                        continue
+                    log.warning("%s on %s ended (%d): starting it again", name, host, code)
+                    self.restarts.append(
+                        {"host": host, "name": name, "code": code, "at": time.time()}
+                    )
+                    self.launch(service)
 
     def api_key(self, tenant: str) -> str:
         """A new API key of `tenant` (made through the Sentinels, from the controller)."""

@@ -21,10 +21,13 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import redis
-from redis.sentinel import Sentinel
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from redis.sentinel import MasterNotFoundError, Sentinel
 
 SCHEME = "sentinel"
 DEFAULT_PORT = 26379  # kombu's and Redis' default Sentinel port
+SENTINEL_TIMEOUT_S = 1.0  # how long one Sentinel may take to answer where the master is
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,43 @@ def parse(url: str) -> SentinelUrl:
     )
 
 
+class QuorumSentinel(Sentinel):
+    """A Sentinel client that takes the master most of the Sentinels name, not the first
+    answer: a Sentinel that was cut off from the others still names the old master for a
+    moment after the partition heals, while the old master still acts as one. With
+    redis-py's first answer, an upload's read-back of the job it had just written to the
+    new master went to the old one and was answered 404 while its job ran (issue 41's
+    fleet, the master's host partitioned, at the heal). Sentinels are asked in turn, those
+    that answered first; the answer stops at a majority of them, so a Sentinel out of reach
+    costs its timeout once, not at every connection. No majority: MasterNotFoundError,
+    which the store reports unavailable (503), as for a master no Sentinel names."""
+
+    def discover_master(self, service_name: str) -> tuple[str, int]:
+        votes: dict[tuple[str, int], int] = {}
+        errors: list[str] = []
+        answered: list[Any] = []
+        for sentinel in list(self.sentinels):
+            try:
+                masters = sentinel.sentinel_masters()
+            except (redis.ConnectionError, redis.ResponseError, redis.TimeoutError) as exc:
+                errors.append(f"{sentinel} - {exc!r}")
+                continue
+            answered.append(sentinel)
+            state = masters.get(service_name) if isinstance(masters, dict) else None
+            if not state or not self.check_master_state(state, service_name):
+                continue
+            address = (self._force_master_ip or state["ip"], int(state["port"]))
+            votes[address] = votes.get(address, 0) + 1
+            if 2 * votes[address] > len(self.sentinels):
+                self.sentinels = answered + [s for s in self.sentinels if s not in answered]
+                return address
+        self.sentinels = answered + [s for s in self.sentinels if s not in answered]
+        raise MasterNotFoundError(
+            f"no master named {service_name!r} by a majority of the Sentinels "
+            f"({votes or 'none named one'}; {', '.join(errors) or 'all answered'})"
+        )
+
+
 def master_client(
     url: str, master: str, redis_class: type[redis.Redis], **connection: Any
 ) -> redis.Redis:
@@ -71,7 +111,15 @@ def master_client(
     parts = parse(url)
     auth = {"password": parts.password, "username": parts.username}
     timeouts = {k: v for k, v in connection.items() if k.startswith("socket_") or k == "retry"}
-    sentinels = Sentinel(
+    # A Sentinel answers at once or is out of reach: each is asked in turn until a majority
+    # agrees (QuorumSentinel), so one out of reach must cost a second, not a command's
+    # timeout twice over.
+    timeouts.update(
+        socket_timeout=min(SENTINEL_TIMEOUT_S, connection.get("socket_timeout") or 1e9),
+        socket_connect_timeout=SENTINEL_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),
+    )
+    sentinels = QuorumSentinel(
         list(parts.sentinels),
         sentinel_kwargs={**auth, **timeouts},
         db=parts.db,
