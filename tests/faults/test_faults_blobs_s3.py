@@ -39,10 +39,11 @@ from tests.support.s3 import S3Server, objects, s3_emulator_process, s3_settings
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 BUCKET = "faults"
+READY_S = 180  # a worker's start-up on a busy 2-core machine (never shortened)
 OUTAGE_S = 30.0
 UPLOAD_TIMEOUT_S = 28.0  # an upload during the outage is answered within it, or it hangs
 PDF = "application/pdf"
-PAGED, PAGES = 8, 150
+PAGED, PAGES = 8, 40
 B64_DOCUMENT = {
     "id": "b.pdf",
     "content": base64.b64encode(pdf(INVOICE)).decode(),
@@ -71,20 +72,23 @@ def own_settings(tmp_path: Path, settings: Settings, s3: S3Server) -> Iterator[S
                 "audit_interval_s": 2.0,
                 "blob_orphan_grace_s": 10.0,
                 "blob_sweep_interval_s": 1.0,
+                "extract_timeout_s": 600.0,  # a busy machine reads slowly: no `timeout` here
             }
         )
 
 
 def pdfs(n: int, pages: int = 1) -> list[tuple[str, bytes]]:
     """n PDFs of the demo corpus's documents (invoices, receipts, orders...: several labels),
-    their text kept to the characters a hand-written PDF string takes."""
+    their text kept to the characters a hand-written PDF string takes, on the first of
+    `pages` pages."""
     from corpus.doc_type import generate
 
     made = []
     for d in generate(n, seed=37):
         lines = [re.sub(r"[^A-Za-z0-9 .,:;/#%&@+-]", "", line) for line in d.text.splitlines()]
         text = "\n".join(line for line in lines if line.strip())[:400]
-        made.append((f"{d.id}.pdf", pdf(*[text] * pages)))
+        # more pages are slower to read, not to classify: a page number each
+        made.append((f"{d.id}.pdf", pdf(text, *[f"page {n}" for n in range(2, pages + 1)])))
     return made
 
 
@@ -110,8 +114,10 @@ def test_the_s3_store_cut_off_for_30s_answers_uploads_503_and_loses_no_document(
     with (
         api_server(env, tmp_path / "api.log") as url,
         httpx.Client(base_url=url, headers=tenant_headers(own_settings), timeout=60) as api,
-        celery_worker(env, tmp_path / "bulk.log", "cpu,cpu-priority", "bulk", concurrency=2),
-        celery_worker(env, extract_log, "extract", "extract", concurrency=1),
+        celery_worker(
+            env, tmp_path / "bulk.log", "cpu,cpu-priority", "bulk", concurrency=2, ready_s=READY_S
+        ),
+        celery_worker(env, extract_log, "extract", "extract", concurrency=1, ready_s=READY_S),
     ):
         reference = api.post("/v1/jobs", files=multipart(files))
         assert reference.status_code == 202, reference.text
@@ -175,9 +181,13 @@ def test_an_extract_worker_killed_between_fetch_and_store_answers_each_document_
     store = JobStore.from_url(own_settings.redis_url, shard_size=8, ttl_s=3600)
     with (
         TestClient(create_app(own_settings), headers=tenant_headers(own_settings)) as api,
-        celery_worker(env, tmp_path / "bulk.log", "cpu,cpu-priority", "bulk", concurrency=2),
+        celery_worker(
+            env, tmp_path / "bulk.log", "cpu,cpu-priority", "bulk", concurrency=2, ready_s=READY_S
+        ),
     ):
-        with celery_worker(env, tmp_path / "victim.log", "extract", "victim") as victim:
+        with celery_worker(
+            env, tmp_path / "victim.log", "extract", "victim", ready_s=READY_S
+        ) as victim:
             created = api.post("/v1/jobs", files=multipart(files))
             assert created.status_code == 202, created.text
             job_id = created.json()["id"]
@@ -188,8 +198,10 @@ def test_an_extract_worker_killed_between_fetch_and_store_answers_each_document_
         (shard,) = [store.load_shard(job, n) for n in range(job.shards)]
         assert all(d.pending for d in shard), "the worker stored a text before the kill"
         assert objects(s3.url, BUCKET), "nothing left to read after the kill"
-        with celery_worker(env, tmp_path / "next.log", "extract", "next", concurrency=2):
-            until(lambda: api.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded", "job", 300)
+        with celery_worker(
+            env, tmp_path / "next.log", "extract", "next", concurrency=2, ready_s=READY_S
+        ):
+            until(lambda: api.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded", "job", 480)
 
         results = api.get(f"/v1/jobs/{job_id}/results", params={"limit": 100}).json()["data"]
         assert [r["id"] for r in results] == [name for name, _ in files]  # each once, in order
