@@ -8,8 +8,10 @@ streams into the store from then on, keeping only those bytes, and is committed 
 part ends. Every other part is held whole, as before blobs, within `max_upload_bytes` for
 the whole upload: text (it becomes a document's text), HTML, and a DOCX (a zip is told
 from its directory, at its end); its bytes go to the store when the job is stored
-(store/files.py). Blobs of an upload that is refused are deleted at once; whatever a crash
-leaves is the orphan sweep's (workers/orphans.py).
+(store/files.py). Blobs of an upload that is refused are deleted at once, while it is
+parsed (`Spools.discard`) or after (`drop_unclaimed`: an unknown model, a tenant over its
+limits, a replayed Idempotency-Key); whatever a crash or a failing store leaves is the
+orphan sweep's (workers/orphans.py).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import uuid
 from collections.abc import Iterable
 
 from docq.blobs import BlobRef, BlobStore, BlobWriter
-from docq.errors import BlobStoreUnavailable, PayloadTooLarge
+from docq.errors import BlobStoreUnavailable, DocqError, PayloadTooLarge
 from docq.extract import sniff
 from docq.extract.base import JPEG, PDF, PNG, TIFF
 from docq.extract.sniff import PDF_MAGIC, PDF_WINDOW
+from docq.schemas import FileDocumentIn, JobCreate
+from docq.store import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -122,3 +126,30 @@ class Spools:
             self.blobs.delete(drop)
         except BlobStoreUnavailable as exc:
             log.warning("%d blobs of a refused upload left to the sweep: %s", len(drop), exc)
+
+
+def streamed(upload: JobCreate) -> list[BlobRef]:
+    """The blobs a parsed upload streamed into the store (its PDFs and images)."""
+    return [
+        d.data
+        for d in upload.documents
+        if isinstance(d, FileDocumentIn) and isinstance(d.data, BlobRef)
+    ]
+
+
+def drop_unclaimed(store: JobStore, upload: JobCreate) -> None:
+    """Delete the blobs of a parsed upload that no job refers to: one refused after it was
+    parsed, or answered with the job an earlier upload made (same Idempotency-Key).
+
+    Safe whatever happened: a blob name holds its upload's own id, so only this upload's
+    job can refer to it, and a blob that job's file key refers to (the job was made after
+    all) is kept. Best effort: with Redis or the store failing, the sweep deletes them."""
+    refs = [ref.key for ref in streamed(upload)]
+    if not refs or store.files.blobs is None:
+        return
+    try:
+        drop = sorted(set(refs) - store.files.referenced(refs))
+        if drop:
+            store.files.blobs.delete(drop)
+    except DocqError as exc:  # StoreUnavailable, BlobStoreUnavailable: the sweep's then
+        log.warning("%d blobs of an upload that made no job left to the sweep: %s", len(refs), exc)

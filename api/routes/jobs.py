@@ -15,6 +15,7 @@ from prometheus_client import Histogram
 from api import errors, manifests, submissions
 from api.auth import Tenant
 from api.deps import Deps
+from api.streaming import drop_unclaimed
 from api.uploads import NDJSON, parse_upload
 from docq import webhooks
 from docq.errors import QueueUnavailable, ValidationError
@@ -127,10 +128,15 @@ async def create_job(
             response.status_code = 200 if submitted.replayed else 202
             return submitted.answer
         upload = await parse_upload(request, deps.settings)
-        submitted = await run_in_threadpool(
-            submissions.submit, deps, tenant, upload, idempotency_key, on_invalid
-        )
-    if submitted.replayed:
+        try:
+            submitted = await run_in_threadpool(
+                submissions.submit, deps, tenant, upload, idempotency_key, on_invalid
+            )
+        except Exception:  # refused after parsing: its streamed blobs are nobody's
+            await run_in_threadpool(drop_unclaimed, deps.store, upload)
+            raise
+    if submitted.replayed:  # the earlier upload's job answers: this one's blobs are nobody's
+        await run_in_threadpool(drop_unclaimed, deps.store, upload)
         response.status_code = 200
     return submitted.answer
 

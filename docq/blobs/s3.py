@@ -23,6 +23,25 @@ from docq.errors import BlobStoreUnavailable
 
 MIN_PART = 5 * 1024 * 1024  # S3's smallest part (but the last)
 
+# How long one request may wait for the server, and how many tries it gets (boto3's
+# "standard" retries: throttling, dropped connections, timeouts). A server that stops
+# answering (hung, or a partition that drops packets: connections accepted, never answered)
+# fails a request after ATTEMPTS x (CONNECT_TIMEOUT_S or READ_TIMEOUT_S), about 20 s: an
+# upload then gets its 503 and a worker its retry, instead of hanging for minutes (boto3's
+# own defaults: 60 s x 3). The read timeout bounds each wait for bytes, not a transfer:
+# a large object streams for as long as it takes. Shorter fails sooner under an outage and
+# turns more of a slow store's stalls into 503s and retries.
+CONNECT_TIMEOUT_S = 5
+READ_TIMEOUT_S = 10
+ATTEMPTS = 2  # in all, the first included (botocore's `max_attempts` counts retries only)
+
+
+def _code(exc: Exception) -> str | None:
+    """S3's error code of a failed request; None for a failure with no answer (a timeout,
+    a refused connection: botocore gives those a `response` of None, or none at all)."""
+    response = getattr(exc, "response", None) or {}
+    return response.get("Error", {}).get("Code")  # type: ignore[no-any-return]
+
 
 def _unavailable(what: str, exc: Exception) -> BlobStoreUnavailable:
     return BlobStoreUnavailable(f"blob store: could not {what}: {exc}", type(exc).__name__)
@@ -111,9 +130,9 @@ class S3Store:
         self._boto3 = boto3
         self._client_args = {
             "config": botocore.config.Config(
-                retries={"mode": "standard", "max_attempts": 3},
-                connect_timeout=5,
-                read_timeout=30,
+                retries={"mode": "standard", "total_max_attempts": ATTEMPTS},
+                connect_timeout=CONNECT_TIMEOUT_S,
+                read_timeout=READ_TIMEOUT_S,
             ),
             **{k: v for k, v in client_args.items() if v is not None},
         }
@@ -140,7 +159,7 @@ class S3Store:
             got = self.client().get_object(Bucket=self.bucket, Key=self.name(key))
             return got["Body"].read()  # type: ignore[no-any-return]
         except self.errors as exc:
-            if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            if _code(exc) in ("NoSuchKey", "404"):
                 return None
             raise _unavailable(f"read {key}", exc) from exc
 

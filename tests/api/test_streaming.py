@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -197,3 +198,36 @@ def test_a_blob_store_that_fails_is_503_and_nothing_is_created(
     assert error["code"] == "blob_store_unavailable" and "blob store" in error["message"]
     assert resp.headers["retry-after"]
     assert set(r.keys("docq:job:*")) == before, "a refused upload stored something"
+
+
+def test_blobs_of_an_upload_refused_after_parsing_or_replayed_are_deleted_at_once(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """An unknown model, a tenant over its limits and a replayed Idempotency-Key refuse
+    or answer an upload only once its PDFs are in the store: its blobs are deleted before
+    the answer, not left to the sweep; those of the job the first upload made are kept."""
+    root = tmp_path / "blobs"
+    files = [("files", (f"{n}.pdf", big_pdf(n), "application/pdf")) for n in range(2)]
+    with api_on(
+        settings, blob_url=root.as_uri(), tenant_max_queued_documents=3, max_documents_per_job=3
+    ) as (
+        api,
+        _,
+    ):
+        own = tenant_headers(settings, f"refusals-{uuid.uuid4().hex}")  # no earlier job counts
+        unknown = api.post("/v1/jobs", files=files, data={"model": "x"}, headers=own)
+        assert unknown.status_code in (400, 404, 422), unknown.text
+        assert blob_files(root) == [], "the blobs of an upload for an unknown model stayed"
+
+        key = {**own, "Idempotency-Key": "refused-blobs"}
+        first = api.post("/v1/jobs", files=files, headers=key)
+        assert first.status_code == 202, first.text
+        kept = blob_files(root)
+        assert len(kept) == 2, kept
+        again = api.post("/v1/jobs", files=files, headers=key)
+        assert again.status_code == 200 and again.json()["id"] == first.json()["id"], again.text
+        assert blob_files(root) == kept, "the replayed upload's blobs stayed (or the job's went)"
+
+        over = api.post("/v1/jobs", files=files, headers=own)  # 2 queued + 2 > 3
+        assert over.status_code == 429, over.text
+        assert blob_files(root) == kept, "the blobs of an upload over the tenant's limit stayed"

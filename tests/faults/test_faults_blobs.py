@@ -2,8 +2,10 @@
 is retried (Celery's retry, workers/tasks.py) with its files still referenced, and the job
 finishes once the store is back, each document answered once and every blob deleted.
 
-The store fails as a failing volume does: its directory is swapped for a file, so every
-read is an OSError (BlobStoreUnavailable, retryable), then swapped back.
+The store fails as a failing volume does (an unmounted or lost shared volume): its
+directory is swapped for a file, so every read and write is an OSError
+(BlobStoreUnavailable, retryable), then swapped back. An upload meanwhile is a 503
+`blob_store_unavailable` that creates nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from tests.support.jobs import all_results, wait_until_final
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 FILES = 3
+PDF = "application/pdf"
 
 
 @pytest.fixture
@@ -63,6 +66,10 @@ def test_a_failing_store_is_retried_and_the_job_finishes_once_it_is_back(
         log = tmp_path / "extract.log"
         with celery_worker(env, log, "extract", "extract", concurrency=1):
             wait_for(lambda: "retrying in" in log.read_text(errors="replace"), 300, "a retry")
+            # an upload meanwhile is refused (503, nothing created), not accepted and lost
+            refused = api.post("/v1/jobs", files=[("files", ("late.pdf", pdf(INVOICE), PDF))])
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["error"]["code"] == "blob_store_unavailable"
             assert "blob store" in log.read_text(errors="replace")
             assert api.get(f"/v1/jobs/{created.json()['id']}").json()["status"] != "succeeded"
             root.unlink()

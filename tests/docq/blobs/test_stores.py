@@ -141,3 +141,30 @@ def test_one_setting_names_the_store(tmp_path: Path) -> None:
     assert isinstance(default, DirectoryStore) and default.root == LOCAL_BLOBS
     with pytest.raises(ValueError):
         from_url("ftp://host/x")
+
+
+def test_an_s3_server_that_stops_answering_is_a_retryable_error(tmp_path: Path) -> None:
+    """A server that accepts connections and never answers (hung, or stopped: the fault
+    tests SIGSTOP one) times out: BlobStoreUnavailable, which a worker retries, not an error
+    that fails the shard's documents (a timeout carries no S3 error code)."""
+    import socket
+
+    import botocore.config
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel accepts; nothing ever reads or answers
+        store = S3Store(
+            "docq-blobs",
+            "silent",
+            endpoint_url=f"http://127.0.0.1:{silent.getsockname()[1]}",
+            region_name=REGION,
+            config=botocore.config.Config(
+                connect_timeout=1, read_timeout=1, retries={"total_max_attempts": 1}
+            ),
+            **CREDENTIALS,
+        )
+        with pytest.raises(BlobStoreUnavailable):
+            store.get("u/0")
+        with pytest.raises(BlobStoreUnavailable):
+            put(store, "u/0", b"%PDF-")
