@@ -81,6 +81,13 @@ class Progress(TypedDict):
     documents_failed: int
 
 
+class PartsProgress(TypedDict):
+    """A job from object storage: its manifest's parts (a task each), and how many were read."""
+
+    total: int
+    read: int
+
+
 class JobPublic(TypedDict):
     """A job's status, as polled (`GET /v1/jobs/{id}`) and as sent in webhooks."""
 
@@ -93,6 +100,8 @@ class JobPublic(TypedDict):
     started_at: str | None
     finished_at: str | None
     error: str | None
+    parts: NotRequired[PartsProgress | None]  # a job from object storage (docs/manifests.md)
+    results_files: NotRequired[list[str] | None]  # the results written back, once final
 
 
 class ResultsPage(TypedDict):
