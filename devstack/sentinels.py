@@ -92,7 +92,10 @@ def redis_sentinels(workdir: Path, *, down_after_ms: int = 1000) -> Iterator[Sen
                     return False
             return True
 
-        wait_for(ready, 30, "the Sentinel topology")
+        # Sentinels learn each other from hellos every 2 s and replicas from INFO every
+        # 10 s: a loaded machine (CI's two cores running two test processes) has taken
+        # past 30 s.
+        wait_for(ready, 60, "the Sentinel topology")
         yield group
     finally:
         for proc in [*sentinels, *group.servers.values()]:
