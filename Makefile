@@ -30,7 +30,7 @@ test: install system model
 	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install system model
-	$(BIN)/pytest -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
 
 test-e2e: install system model
 	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) -m "e2e or faults or build or slow" $(PYTEST_ARGS)
