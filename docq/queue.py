@@ -130,6 +130,22 @@ def _broker(what: str) -> Iterator[None]:
         yield
     except (OperationalError, BatchPublishError, RedisError, OSError) as exc:
         raise QueueUnavailable(f"the broker did not take {what}", str(exc)) from exc
+    except AttributeError as exc:
+        # kombu's Sentinel failover closes a connection and leaves its channel behind: the
+        # next publish on it fails inside kombu with "'NoneType' object has no attribute
+        # 'client'" (docs/fleet.md). That is the broker unavailable, not a docq bug; an
+        # AttributeError raised anywhere else still is one.
+        if not _raised_in(exc, "kombu."):
+            raise
+        raise QueueUnavailable(f"the broker did not take {what}", str(exc)) from exc
+
+
+def _raised_in(exc: BaseException, package: str) -> bool:
+    """Whether the innermost frame of exc's traceback is code of `package`."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith(package)
 
 
 def bulk_lanes(lanes: int) -> list[str]:

@@ -35,9 +35,6 @@ NETWORK = net.Network("dqx", "10.77.3")
 # (docq/catalog.py), a Redis command waits at most DOCQ_REDIS_SOCKET_TIMEOUT_S (3 s) and
 # WAIT 1 s; the rest is room for a busy machine. A 503 JSON within it, never a hang.
 SPLIT_ANSWER_S = 20.0
-# The seeded random run (what `python -m bench.fleet` runs, 60 s): opt-in, the scenarios
-# above fill the fleet's share of CI (docs/fleet.md).
-RANDOM = "DOCQ_TESTS_FLEET_RANDOM"
 
 
 @pytest.fixture(scope="module")
@@ -159,10 +156,6 @@ def test_a_worker_host_and_a_triton_host_lost_at_once_lose_nothing(
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.skipif(
-    not os.environ.get(RANDOM),
-    reason=f"past the fleet's share of CI; the same code as python -m bench.fleet; {RANDOM}=1",
-)
 def test_a_short_seeded_run_of_random_nemeses(
     fleet: Fleet, tmp_path: Path, expected: dict[str, str]
 ) -> None:
