@@ -31,10 +31,14 @@ from celery import Celery
 from kombu.exceptions import BatchPublishError, OperationalError
 from redis import RedisError
 
+from docq import broker
 from docq.config import Settings
 from docq.errors import QueueUnavailable
 from docq.jobs import JobRecord
 from docq.store.sentinel import is_sentinel, parse
+
+# Before any broker connection resolves kombu's transport names (docq/broker.py says why).
+broker.install()
 
 # Bulk jobs: the shards of each tenant's jobs in one of the lanes `cpu.0` ... (bulk_lane);
 # `cpu` itself is what workers are started on, and the fallback route.
@@ -130,22 +134,6 @@ def _broker(what: str) -> Iterator[None]:
         yield
     except (OperationalError, BatchPublishError, RedisError, OSError) as exc:
         raise QueueUnavailable(f"the broker did not take {what}", str(exc)) from exc
-    except AttributeError as exc:
-        # kombu's Sentinel failover closes a connection and leaves its channel behind: the
-        # next publish on it fails inside kombu with "'NoneType' object has no attribute
-        # 'client'" (docs/fleet.md). That is the broker unavailable, not a docq bug; an
-        # AttributeError raised anywhere else still is one.
-        if not _raised_in(exc, "kombu."):
-            raise
-        raise QueueUnavailable(f"the broker did not take {what}", str(exc)) from exc
-
-
-def _raised_in(exc: BaseException, package: str) -> bool:
-    """Whether the innermost frame of exc's traceback is code of `package`."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith(package)
 
 
 def bulk_lanes(lanes: int) -> list[str]:

@@ -10,11 +10,10 @@ for ten minutes (tests/faults/test_faults_redis.py), 64 of 600 documents done. N
 sweeper reads is wrong then: the shards wait in their queue, so neither the leases nor the
 audits (workers/sweeper.py, workers/audit.py) can move them; the consumer must read again.
 
-The consumer can also be lost for good (issue 41): a Redis master killed behind Sentinels
-left a small-job worker whose consumer had stopped on an error Celery does not recover from
-(kombu's transport raising AttributeError on a connection closed under it), whose warm
-shutdown then waited on a task that never ended, and which stayed alive and silent: no task
-consumer to read its queues' lengths from, one task held, so this guard saw nothing to do.
+The consumer can also be lost for good: an error Celery does not recover from stops it,
+and a warm shutdown that waits on a task that never ends leaves the process alive and
+silent, with no task consumer to read its queues' lengths from. (kombu's AttributeError
+after a Sentinel failover did that, issue 41; docq/broker.py makes it a lost connection.)
 
 So a thread in every worker looks, every quarter of `worker_stall_s`, at what the worker
 holds and at what waits in the queues it consumes (the task consumer's, a queue cancelled
