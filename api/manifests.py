@@ -30,7 +30,7 @@ from docq.queue import enqueue_shards
 from docq.schemas import WebhookCreated
 from docq.store import IdempotencyClaim
 from docq.store.idempotency import fingerprint, key_digest
-from docq.store.manifests import create_manifest_job
+from docq.store.manifests import create_manifest_job, most_queued
 
 MANIFEST_KEY = b'"manifest"'
 
@@ -105,7 +105,8 @@ def submit_manifest(
             return Submitted(_replay(deps, earlier), replayed=True)
     idempotency = (digest, claim) if digest is not None and claim is not None else None
     try:
-        _admit(deps, tenant, 0)  # (its documents are counted as its parts are read)
+        # its count is unknown until its parts are read: it reserves the most they can hold
+        _admit(deps, tenant, most_queued(parts, s.manifest_max_documents))
         job = create_manifest_job(
             deps.store,
             model,
@@ -116,6 +117,7 @@ def submit_manifest(
             webhook=webhook,
             results_key=results_key,
             idempotency=idempotency,
+            max_documents=s.manifest_max_documents,
         )
         try:
             enqueue_shards(deps.celery, job, lanes=s.bulk_lanes)

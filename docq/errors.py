@@ -167,6 +167,7 @@ DOCUMENT_CODES = frozenset(
         # or its object is gone from the object store before it was read (a manifest job)
         "invalid_line",  # a manifest's NDJSON line that is not JSON, or has no id or text
         "duplicate_id",  # a manifest's document whose id an earlier one of the job took
+        "too_many_documents",  # a manifest's documents found past DOCQ_MANIFEST_MAX_DOCUMENTS
     }
 )
 

@@ -74,6 +74,14 @@ class Part:
     end: int = 0
     ndjson: bool = False
 
+    def most_documents(self) -> int:
+        """The most documents this part can hold: one per file; for an NDJSON range, one
+        per line starting in it (a line takes a byte and its newline: half the range,
+        rounded up), and at least one (a `missing` or `unreadable` object's document)."""
+        if not self.ndjson:
+            return len(self.keys)
+        return max(1, (self.end - self.start + 1) // 2)
+
     def spec(self) -> dict[str, Any]:
         if self.ndjson:
             return {"ndjson": self.keys[0], "start": self.start, "end": self.end}

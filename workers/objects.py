@@ -12,6 +12,8 @@ place (`write_part`, once per part), then the shard is classified like any other
   child process per file, with the per-document limits), its id its name.
 - An object gone before it is read: `missing`, that document's (a file), or the NDJSON
   object's first part's (one document `<object>`; its other parts then hold none).
+- A part of a job already at its cap (DOCQ_MANIFEST_MAX_DOCUMENTS) is not fetched: one
+  document `too_many_documents` stands for it (write_part cuts a part that crosses it).
 
 A store failure raises BlobStoreUnavailable: the task retries, nothing written.
 """
@@ -28,7 +30,7 @@ from docq.manifests import Part
 from docq.objects import Objects, open_objects
 from docq.store import JobStore
 from docq.store.codec import FAILED, PENDING, ShardDocument
-from docq.store.manifests import pending_part, write_part
+from docq.store.manifests import past_cap, pending_part, room_left, write_part
 from workers.extraction import read_file
 
 if TYPE_CHECKING:
@@ -134,7 +136,10 @@ def read_part(
         return True
     base = n * job.shard_size
     prefix = f"tenants/{job.tenant}/"
-    if part.ndjson:
+    room = room_left(store, job)
+    if room is not None and room[0] == 0:  # nothing more fits: not worth a fetch
+        docs = [past_cap(job, part, base, None, room[1])]
+    elif part.ndjson:
         name = _name(part.keys[0], prefix)
         data = part_bytes(objects, part)
         if data is None:
@@ -150,7 +155,7 @@ def read_part(
 
         with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(part.keys)))) as pool:
             docs = list(pool.map(read, enumerate(part.keys)))
-    written = write_part(store, job, n, docs)
+    written = write_part(store, job, n, part, docs)
     return written or pending_part(store, job, n) is None
 
 

@@ -35,6 +35,16 @@ class Manifests(BaseModel):
         description="Most objects one manifest (or prefix) may name; more is a 413. Each "
         "object costs the API a HEAD (or a listing entry) before the 202.",
     )
+    manifest_max_documents: int = Field(
+        1_000_000,
+        ge=1,
+        description="Most documents one manifest job may hold. Its count is known only as "
+        "workers read its parts, so the cap is applied there: the documents found past it "
+        "are not read, and each part (or rest of a part) left unread is one failed document "
+        "`too_many_documents` naming its object and byte range. Bounds a job's results in "
+        "Redis (about 200 bytes a document) and what it reserves against its tenant's "
+        "DOCQ_TENANT_MAX_QUEUED_DOCUMENTS at admission.",
+    )
     manifest_results_lines: int = Field(
         100_000,
         ge=1,

@@ -46,10 +46,13 @@ def create_manifest_job(
     webhook: WebhookTarget | None = None,
     results_key: str | None = None,
     idempotency: tuple[str, IdempotencyClaim] | None = None,
+    max_documents: int = 0,
 ) -> JobRecord:
     """Store a manifest job, one shard per part, in one transaction (as create_job), its
     record marked `manifest` with its `stride` as its shard size and `documents` 0 (they
-    grow as parts are read). A job with file objects goes to the extract queue first."""
+    grow as parts are read), its cap `max_documents` (0: none) and `unread_bound`, the
+    most documents its unread parts can hold (what its tenant's load counts: most_queued).
+    A job with file objects goes to the extract queue first."""
     job_id = idempotency[1].job_id if idempotency else store.new_job_id()
     record: dict[Any, Any] = {
         "id": job_id,
@@ -69,6 +72,9 @@ def create_manifest_job(
         "files": sum(1 for p in parts if not p.ndjson),
         "manifest": scope_uri,
         "parts_read": 0,
+        "max_documents": max_documents,
+        "documents_read": 0,  # those within the cap: all but too_many_documents ones
+        "unread_bound": sum(p.most_documents() for p in parts),
     }
     if results_key is not None:
         record["results_key"] = results_key
@@ -95,15 +101,27 @@ def pending_part(store: JobStore, job: JobRecord, n: int) -> Part | None:
     return None
 
 
-def write_part(store: JobStore, job: JobRecord, n: int, documents: Sequence[ShardDocument]) -> bool:
+def most_queued(parts: Sequence[Part], max_documents: int) -> int:
+    """The most documents a manifest job of `parts` can come to (what its tenant reserves
+    at admission): its parts' most, within its cap."""
+    most = sum(p.most_documents() for p in parts)
+    return min(most, max_documents) if max_documents > 0 else most
+
+
+def write_part(
+    store: JobStore, job: JobRecord, n: int, part: Part, documents: Sequence[ShardDocument]
+) -> bool:
     """Write part n's documents (read, or failed) into its shard once, their ids claimed:
-    a document whose id an earlier one holds fails as `duplicate_id`. False when nothing
-    was written because the part was read already or the job is gone."""
+    a document whose id an earlier one holds fails as `duplicate_id`; the documents past
+    the job's cap are not written, one `too_many_documents` document stands for them.
+    False when nothing was written because the part was read already or the job is gone."""
     script = connection.script(store.r, "write_part")
     docs = list(documents)
     claimed = [d for d in docs if d.error_code is None]
     while True:
+        counted = sum(1 for d in docs if d.error_code != TOO_MANY)
         args: list[Any] = [n, len(docs), pack_entries([d.entry() for d in docs])]
+        args += [counted, part.most_documents()]
         for d in claimed:
             args += [d.id, d.index]
         reply = script(
@@ -115,11 +133,55 @@ def write_part(store: JobStore, job: JobRecord, n: int, documents: Sequence[Shar
             ],
             args=args,
         )
+        if int(reply[0]) == 3:  # past the cap: keep what fits, one document for the rest
+            room, cap = int(reply[1]), int(reply[2])
+            kept = [d for d in docs if d.error_code != TOO_MANY][:room]
+            base = n * job.shard_size
+            docs = [*kept, past_cap(job, part, base + len(kept), len(docs) - len(kept), cap)]
+            kept_at = {d.index for d in kept}
+            claimed = [d for d in claimed if d.index in kept_at]
+            continue
         if int(reply[0]) != 2:
             return int(reply[0]) == 1
         taken = {int(i) for i in reply[1:]}
         docs = [_duplicate(d) if d.index in taken else d for d in docs]
         claimed = [d for d in claimed if d.index not in taken]
+
+
+TOO_MANY = "too_many_documents"
+
+
+def past_cap(
+    job: JobRecord, part: Part, index: int, dropped: int | None, cap: int
+) -> ShardDocument:
+    """The one failed document that stands for a part's documents past the job's cap
+    (`dropped` of them; None: the part was not read at all), numbered `index`: its id
+    names the object and the part's byte range (NDJSON), or the first file not read."""
+    prefix = f"tenants/{job.tenant}/"
+    if part.ndjson:
+        obj = part.keys[0].removeprefix(prefix)
+        name = f"{obj}@{part.start}-{part.end}"
+        which = "the" if dropped is None else f"the last {dropped}"
+        what = f"{which} documents of bytes [{part.start}, {part.end}) of {obj}"
+    else:
+        first = min(index % job.shard_size, len(part.keys) - 1)  # its position in the part
+        name = part.keys[first].removeprefix(prefix)
+        what = f"{len(part.keys) - first} files of the manifest from {name} on"
+    doc = ShardDocument(index, name, "", "text/plain", state="failed")
+    return dataclasses.replace(
+        doc,
+        error=f"not read: the job holds the most documents a manifest job may ({cap}, "
+        f"DOCQ_MANIFEST_MAX_DOCUMENTS); {what} were not read",
+        error_code=TOO_MANY,
+    )
+
+
+def room_left(store: JobStore, job: JobRecord) -> tuple[int, int] | None:
+    """(documents that still fit under the job's cap, the cap); None: no cap."""
+    cap, read = store.r.hmget(keys.job(job.id), ["max_documents", "documents_read"])
+    if not cap or int(cap) <= 0:
+        return None
+    return max(0, int(cap) - int(read or 0)), int(cap)
 
 
 def _duplicate(d: ShardDocument) -> ShardDocument:
@@ -192,4 +254,4 @@ def fail_part(store: JobStore, job: JobRecord, n: int, error: str) -> None:
     name = part.keys[0].removeprefix(f"tenants/{job.tenant}/")
     doc = ShardDocument(n * job.shard_size, name, "", "text/plain", state="failed", error=error)
     doc = dataclasses.replace(doc, error_code="unreadable")
-    write_part(store, job, n, [doc])
+    write_part(store, job, n, part, [doc])

@@ -25,6 +25,15 @@ from docq.jobs import JobStatus
 from docq.store.codec import decode, decode_values
 
 KEY_PREFIX = "dq_"
+# A job's fields its tenant's load reads (the last three: a manifest job's, else None).
+LOAD_FIELDS = [
+    "status",
+    "documents",
+    "documents_done",
+    "unread_bound",
+    "max_documents",
+    "documents_read",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +48,7 @@ class ApiKey:
 @dataclass(frozen=True, slots=True)
 class TenantLoad:
     """A tenant's work not final yet: its queued or running jobs and their unfinished
-    documents."""
+    documents (of a manifest job, also the most its unread parts can still hold)."""
 
     jobs: int
     documents: int
@@ -125,23 +134,28 @@ class Tenants:
     # --- load -----------------------------------------------------------------------
     def load(self, tenant: str) -> TenantLoad:
         """The tenant's queued or running jobs and their unfinished documents; jobs found
-        final or expired leave the tenant's set."""
+        final or expired leave the tenant's set. A manifest job's count is not known until
+        its parts are read, so it counts the most they can hold (`unread_bound`, within its
+        cap, store/manifests.py): a tenant never has more queued than its limit says."""
         set_key = keys.tenant_jobs(tenant)
         job_ids = _strings(self.r.smembers(set_key))
         if not job_ids:
             return TenantLoad(0, 0)
         with self.r.pipeline(transaction=False) as p:
             for job_id in job_ids:
-                p.hmget(keys.job(job_id), ["status", "documents", "documents_done"])
+                p.hmget(keys.job(job_id), LOAD_FIELDS)
             rows = p.execute()
         jobs = documents = 0
         gone = []
-        for job_id, (status, total, done) in zip(job_ids, rows, strict=True):
+        for job_id, (status, total, done, unread, cap, read) in zip(job_ids, rows, strict=True):
             if status is None or JobStatus(status.decode()).final:
                 gone.append(job_id)
                 continue
             jobs += 1
             documents += int(total) - int(done or 0)
+            if unread is not None:  # a manifest job: what its unread parts may hold
+                room = int(cap) - int(read) if cap and int(cap) > 0 else int(unread)
+                documents += max(0, min(int(unread), room))
         if gone:
             self.r.srem(set_key, *gone)
         return TenantLoad(jobs, documents)
