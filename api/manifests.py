@@ -30,7 +30,7 @@ from docq.queue import enqueue_shards
 from docq.schemas import WebhookCreated
 from docq.store import IdempotencyClaim
 from docq.store.idempotency import fingerprint, key_digest
-from docq.store.manifests import create_manifest_job, most_queued
+from docq.store.manifests import create_manifest_job, job_extra, most_queued
 
 MANIFEST_KEY = b'"manifest"'
 
@@ -136,3 +136,21 @@ def submit_manifest(
             url=webhook.url, secret=webhook.secret if webhook.secret_generated else None
         )
     return Submitted(_created(job, shown, []), replayed=False)
+
+
+def write_back_after_cancel(deps: Resources, job_id: str) -> bool:
+    """After a cancel: whether a worker is to write back a manifest job's results (those
+    answered so far) before its event, which names the files; False for any other job (the
+    caller dispatches the event itself). The API writes no object: it enqueues one of the
+    job's shards, whose run finds the job final and does what a job's end sets off
+    (workers/tasks.py `finish_job`: the write-back, then the event), as a redelivered shard
+    does. QueueUnavailable when the broker does not take it (a repeated DELETE retries)."""
+    job = deps.store.get_job(job_id)
+    if job.manifest is None or job.results_files is not None or not job.status.final:
+        return False
+    if not job_extra(deps.store, job_id).get("results_key"):
+        return False
+    enqueue_shards(
+        deps.celery, job, [job.shards - 1], lanes=deps.settings.bulk_lanes, extracted=True
+    )
+    return True

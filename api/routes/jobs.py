@@ -201,8 +201,9 @@ def cancel_job(job_id: str, deps: Deps, tenant: Tenant) -> JobPublic:
     job = deps.store.get_job(job_id, tenant=tenant)  # another tenant's: 404, uncancelled
     if deps.store.request_cancel(job_id).performed:
         JOBS_FINISHED.labels(job.model, "cancelled").inc()
-    try:
-        webhooks.dispatch(deps.store, deps.celery, job_id)
+    try:  # a manifest job's results are written back first, and its event names them
+        if not manifests.write_back_after_cancel(deps, job_id):
+            webhooks.dispatch(deps.store, deps.celery, job_id)
     except QueueUnavailable as exc:
         raise QueueUnavailable(
             "the job is cancelled but its webhook could not be enqueued; repeat the DELETE"

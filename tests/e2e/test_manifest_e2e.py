@@ -117,3 +117,72 @@ def test_a_manifest_of_files_and_ndjson_objects_is_answered_once_per_document_an
     assert written == results
     (event,) = receiver.accepted
     assert json.loads(event.body)["data"]["results_files"] == files
+
+
+def test_a_cancelled_manifest_job_writes_back_what_was_answered_and_its_event_names_it(
+    api: TestClient, settings: Settings, auth_headers: dict[str, str]
+) -> None:
+    """Only the first part's task reaches the workers before the cancel (the others wait on
+    a broker no worker reads): its results are written back, the event names the files."""
+    from api.main import create_app
+
+    batch = f"e2e-{uuid.uuid4().hex[:8]}"
+    docs: list[dict[str, Any]] = [
+        {"id": f"c{i}", "text": f"INVOICE {i} total due {i * 3} EUR " + "x" * 200}
+        for i in range(LINES)
+    ]
+    put(settings, TENANT, f"{batch}/lines.ndjson", ndjson(docs))  # parts: 4 KiB, then the rest
+    put(settings, TENANT, f"{batch}/letter.txt", b"Dear customer, your order has shipped.")
+    manifest = [f"{batch}/lines.ndjson", f"{batch}/letter.txt"]  # (a file: via extract)
+
+    receiver = Receiver(200)
+    held = unworked(settings)
+    redis.Redis.from_url(held.celery_broker_url).flushdb()
+    with receiver.serve() as url, TestClient(create_app(held), headers=auth_headers) as holding:
+        resp = holding.post(
+            "/v1/jobs",
+            json={
+                "model": "doc-type",
+                "manifest": {"objects": manifest},
+                "results": f"{batch}/out/",
+                "webhook": {"url": url, "secret": "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+            },
+        )
+        assert resp.status_code == 202, resp.text
+        job_id = resp.json()["id"]
+        src = redis.Redis.from_url(held.celery_broker_url)
+        first = src.rpop(EXTRACT_QUEUE)  # part 0's task: the first sent
+        assert first is not None and src.llen(EXTRACT_QUEUE) == 2
+        redis.Redis.from_url(settings.celery_broker_url).lpush(EXTRACT_QUEUE, first)
+
+        def part_answered() -> dict[str, Any] | None:
+            job = api.get(f"/v1/jobs/{job_id}").json()
+            done = job["progress"]["documents_done"]
+            return job if job["parts"]["read"] == 1 and done == job["documents"] > 0 else None
+
+        before = until(part_answered, "the first part's results", timeout=300)
+        cancelled = api.delete(f"/v1/jobs/{job_id}")
+        assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+        job = until(
+            lambda: (j := api.get(f"/v1/jobs/{job_id}").json())["results_files"] and j,
+            "the results written back",
+            timeout=120,
+        )
+        until(lambda: receiver.accepted, "the job's webhook event", timeout=120)
+
+    answered = all_results(api, job_id)
+    assert 0 < len(answered) == before["documents"] < LINES
+    assert [r["id"] for r in answered] == [d["id"] for d in docs[: len(answered)]]
+    root = objects_root(settings)
+    written = [
+        json.loads(line)
+        for f in job["results_files"]
+        for line in (root / f.removeprefix(settings.manifest_url).lstrip("/"))
+        .read_text()
+        .splitlines()
+    ]
+    assert written == answered
+    (event,) = receiver.accepted
+    body = json.loads(event.body)
+    assert body["type"] == "job.cancelled"
+    assert body["data"]["results_files"] == job["results_files"]
