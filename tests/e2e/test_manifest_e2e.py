@@ -186,3 +186,36 @@ def test_a_cancelled_manifest_job_writes_back_what_was_answered_and_its_event_na
     body = json.loads(event.body)
     assert body["type"] == "job.cancelled"
     assert body["data"]["results_files"] == job["results_files"]
+
+
+def test_a_manifest_job_past_its_cap_classifies_up_to_it_and_names_what_it_left(
+    settings: Settings, auth_headers: dict[str, str]
+) -> None:
+    """The cap is the API's setting, kept on the job: the session's workers apply it. One
+    part (under 4 KiB), so that which documents fit does not depend on which worker reads
+    first (tests/workers/test_manifest_limits.py cuts across parts)."""
+    from api.main import create_app
+
+    batch = f"e2e-{uuid.uuid4().hex[:8]}"
+    docs: list[dict[str, Any]] = [{"id": f"k{i}", "text": f"INVOICE {i} due"} for i in range(LINES)]
+    body = ndjson(docs)
+    assert len(body) < 4096
+    put(settings, TENANT, f"{batch}/lines.ndjson", body)
+    capped = settings.model_copy(update={"manifest_max_documents": 5})
+    with TestClient(create_app(capped), headers=auth_headers) as api:
+        resp = api.post(
+            "/v1/jobs",
+            json={"model": "doc-type", "manifest": {"objects": [f"{batch}/lines.ndjson"]}},
+        )
+        assert resp.status_code == 202, resp.text
+        job, _ = wait_until_final(api, resp.json()["id"], timeout=300)
+        results = all_results(api, job["id"])
+
+    assert job["status"] == "succeeded", job
+    assert [r["id"] for r in results[:5]] == [d["id"] for d in docs[:5]]
+    assert all("label" in r for r in results[:5])
+    (rest,) = results[5:]
+    assert rest["error_code"] == "too_many_documents", rest
+    assert rest["id"] == f"{batch}/lines.ndjson@0-{len(body)}"
+    assert f"the last {LINES - 5} documents" in rest["error"]
+    assert job["documents"] == 6 and job["progress"]["documents_failed"] == 1
