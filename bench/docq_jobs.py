@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from bench.measure import percentile, start_profiles, worker_batches
-from bench.stack import Running
+from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 
 
@@ -59,7 +59,7 @@ def all_results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
 
 
 def run_docq(
-    stack: Running, docs: Sequence[LabelledDocument], profile_s: float = 0
+    stack: Stack, docs: Sequence[LabelledDocument], profile_s: float = 0
 ) -> dict[str, Any]:
     """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`;
     with `profile_s`, py-spy samples the first bulk worker and Triton meanwhile."""
@@ -99,7 +99,7 @@ def run_docq(
 
 
 def run_probes(
-    stack: Running,
+    stack: Stack,
     background: Sequence[LabelledDocument],
     small: Sequence[LabelledDocument],
     args: argparse.Namespace,

@@ -41,7 +41,7 @@ import httpx
 from bench.docq_jobs import all_results, post_files, wait_job
 from bench.gpu.measure import GpuSampler, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
-from bench.gpu.stack import GpuStack
+from bench.stack import Stack
 from devstack.stack import EXTRACT_THREADS
 
 File = tuple[str, bytes, str]  # (name, bytes, content type), as httpx's `files` takes them
@@ -130,7 +130,7 @@ def add_cores_needed(out: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_scans(
-    stack: GpuStack,
+    stack: Stack,
     folder: Path,
     docs: int | None,
     repeat: int,
