@@ -9,6 +9,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from bench.procs import CpuMeter, find, listener, tree
 from devstack.services import (
@@ -86,8 +87,9 @@ class Stack:
         return self
 
     def _start(self) -> None:
-        pinned = {"model_startup": self.model, "model_pinned": self.model} if self.model else {}
-        models = {f"DOCQ_{k.upper()}": v for k, v in pinned.items() if v}
+        # The GPU bench's model: the uploads' default, loaded when Triton starts and pinned.
+        served = ("default_model", "model_startup", "model_pinned") if self.model else ()
+        models = {f"DOCQ_{name.upper()}": str(self.model) for name in served[1:]}
         redis_url = self._stack.enter_context(redis_server(self.workdir / "redis"))
         self.redis_pid = listener(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
         self.triton_url = self._stack.enter_context(
@@ -98,12 +100,13 @@ class Stack:
         if self.triton_nice is not None:
             for pid in tree(self.triton_pid):
                 os.setpriority(os.PRIO_PROCESS, pid, self.triton_nice)
+        fields: dict[str, Any] = {name: self.model for name in served}
         self.settings = Settings(
             redis_url=redis_url,
             triton_grpc_url=self.triton_url,
             model_repository=self.repo,
             shard_size=self.shard_size,
-            **({"default_model": self.model, **pinned} if self.model else {}),
+            **fields,
         )
         self.headers = tenant_headers(self.settings)
         self.env = settings_env(self.settings)
