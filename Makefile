@@ -23,14 +23,16 @@ up: install system model
 # `make test` a program a test needs (promtool, chromium) fails the test when missing.
 # test and test-e2e run in two processes (pytest-xdist), a module in one of them: the
 # 10-minute outage test waits most of its time, and the other process runs the rest
-# (tests/tiers.py puts the slow tests first; the files keep that order).
+# (tests/tiers.py puts the slow tests first; the files keep that order). test-fast also
+# keeps a module in one process, largest first: its module fixtures (an S3 emulator, the
+# Triton interpreter's kernel run) start once, not in each process (docs/performance.md).
 XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 
 test: install system model
 	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install system model
-	$(BIN)/pytest -n 2 -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadfile -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
 
 test-e2e: install system model
 	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) -m "e2e or faults or build or slow" $(PYTEST_ARGS)

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.bad_files_corpus import File, upload
+from bench.docq_jobs import all_results, post_files, wait_job
 from bench.procs import tree
 from bench.stack import Stack
 from devstack.services import REPO
@@ -65,53 +66,23 @@ class Children:
         self._thread.join()
 
 
-def send(url: str, headers: dict[str, str], files: list[File]) -> tuple[httpx.Response, float]:
-    parts = [("files", (f.name, f.data, f.content_type)) for f in files]
-    started = time.perf_counter()
-    resp = httpx.post(
-        f"{url}/v1/jobs", files=parts, data={"model": "doc-type"}, headers=headers, timeout=300
-    )
-    return resp, time.perf_counter() - started
-
-
-def follow(url: str, headers: dict[str, str], job_id: str, timeout_s: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job = httpx.get(f"{url}/v1/jobs/{job_id}", headers=headers, timeout=30).json()
-        if job["status"] in ("succeeded", "failed", "cancelled"):
-            return job  # type: ignore[no-any-return]
-        time.sleep(0.5)
-    raise TimeoutError(f"job {job_id} not final after {timeout_s} s")
-
-
-def results(url: str, headers: dict[str, str], job_id: str) -> list[dict[str, Any]]:
-    out, cursor = [], None
-    while True:
-        params: dict[str, Any] = {"limit": 100, **({"cursor": cursor} if cursor else {})}
-        page = httpx.get(
-            f"{url}/v1/jobs/{job_id}/results", params=params, headers=headers, timeout=30
-        ).json()
-        out += page["data"]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return out
-
-
 def run(workdir: Path, files: list[File], timeout_s: float) -> dict[str, Any]:
     stack_at = Stack(REPO / "model_repository", workdir, 16, extract=True, ready_s=READY_S)
     with stack_at as stack:
         assert stack.extract_worker is not None
         celery = [*stack.workers, stack.extract_worker]
         pids = [w.pid for w in celery]
-        with Children(stack.extract_worker.pid) as children:
+        http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=300)
+        with Children(stack.extract_worker.pid) as children, http:
             sent = time.perf_counter()
-            resp, accept_s = send(stack.url, stack.headers, files)
-            answer = resp.json()
+            parts = [(f.name, f.data, f.content_type) for f in files]
+            resp, accept_ms = post_files(http, parts, {"model": "doc-type"})
+            accept_s, answer = accept_ms / 1000, resp.json()
             job, got, final_s = None, [], None
             if resp.status_code in (200, 202):
-                job = follow(stack.url, stack.headers, answer["id"], timeout_s)
+                job = wait_job(http, answer["id"], 0.5, timeout_s)
                 final_s = round(time.perf_counter() - sent - accept_s, 1)  # polled every 0.5 s
-                got = results(stack.url, stack.headers, answer["id"])
+                got = all_results(http, answer["id"])
         died = [p for w, p in zip(celery, pids, strict=True) if w.poll() is not None]
         extra_children = len(children.seen) - children.most
     return {

@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.corpus import padding_report, windows_of
 from bench.procs import CpuMeter
-from bench.stack import Running
+from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 from docq.catalog import ModelCatalog
 from docq.models import ModelSpec
@@ -26,7 +26,7 @@ def ceiling_batches(windows: Sequence[Window], model: ModelSpec) -> list[Batch]:
 
 
 def run_triton_alone(
-    stack: Running,
+    stack: Stack,
     docs: Sequence[LabelledDocument],
     model: str,
     in_flight: int | None = None,

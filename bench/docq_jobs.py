@@ -13,15 +13,21 @@ from typing import Any
 import httpx
 
 from bench.measure import percentile, start_profiles, worker_batches
-from bench.stack import Running
+from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 
 
-def wait_job(http: httpx.Client, job_id: str, poll: float) -> dict[str, Any]:
+def wait_job(
+    http: httpx.Client, job_id: str, poll: float, timeout_s: float | None = None
+) -> dict[str, Any]:
+    """The job once final, polled every `poll` seconds (TimeoutError after `timeout_s`)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         job = http.get(f"/v1/jobs/{job_id}").json()
         if job["status"] in ("succeeded", "failed", "cancelled"):
             return job
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id} not final after {timeout_s} s")
         time.sleep(poll)
 
 
@@ -31,6 +37,15 @@ def submit(http: httpx.Client, docs: Sequence[LabelledDocument]) -> tuple[str, f
     resp = http.post("/v1/jobs", content=body, headers={"content-type": "application/json"})
     resp.raise_for_status()
     return resp.json()["id"], (time.perf_counter() - t) * 1000
+
+
+def post_files(
+    http: httpx.Client, files: list[tuple[str, bytes, str]], data: dict[str, str] | None = None
+) -> tuple[httpx.Response, float]:
+    """One multipart upload of (name, bytes, content type) files: the answer, ms to it."""
+    t = time.perf_counter()
+    resp = http.post("/v1/jobs", files=[("files", f) for f in files], data=data)
+    return resp, (time.perf_counter() - t) * 1000
 
 
 def all_results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
@@ -44,7 +59,7 @@ def all_results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
 
 
 def run_docq(
-    stack: Running, docs: Sequence[LabelledDocument], profile_s: float = 0
+    stack: Stack, docs: Sequence[LabelledDocument], profile_s: float = 0
 ) -> dict[str, Any]:
     """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`;
     with `profile_s`, py-spy samples the first bulk worker and Triton meanwhile."""
@@ -84,7 +99,7 @@ def run_docq(
 
 
 def run_probes(
-    stack: Running,
+    stack: Stack,
     background: Sequence[LabelledDocument],
     small: Sequence[LabelledDocument],
     args: argparse.Namespace,

@@ -18,7 +18,7 @@ from bench.procs import find
 from docq.config import REPO_ROOT
 
 if TYPE_CHECKING:
-    from bench.stack import Running
+    from bench.stack import Stack
 
 RESULTS = REPO_ROOT / "bench" / "results"
 
@@ -40,7 +40,7 @@ def worker_batches(ports: Sequence[int]) -> dict[str, float]:
     return total
 
 
-def start_profiles(stack: Running, seconds: float) -> list[subprocess.Popen[bytes]]:
+def start_profiles(stack: Stack, seconds: float) -> list[subprocess.Popen[bytes]]:
     """py-spy on the first bulk worker and on Triton's model stub (where the model runs), as
     collapsed stacks in bench/results/profile-*.txt."""
     RESULTS.mkdir(parents=True, exist_ok=True)

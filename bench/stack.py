@@ -1,43 +1,29 @@
-"""The stack the CPU bench runs docq on: redis, tritonserver, the workers and the API from
-devstack/, on free ports, as `make up` runs them; and what both benches' stacks share (the
-bench's tenant, the settings as the processes' environment, what a run reads from a stack)."""
+"""The stack both pipeline benchmarks run docq on: redis, tritonserver, the API, the
+small-job lane's worker, bulk workers and extract workers from devstack/, on free ports, as
+`make up` runs them; and the bench's tenant and settings as the processes' environment."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Protocol
+from typing import Any
 
 from bench.procs import CpuMeter, find, listener, tree
-from devstack.services import api_server, celery_worker, free_port, redis_server, triton_server
+from devstack.services import (
+    api_server,
+    celery_worker,
+    free_port,
+    redis_server,
+    stop,
+    triton_server,
+)
 from devstack.stack import EXTRACT_THREADS, SHARD_THREADS, TRITON_NICE, WORKER_NICE
 from docq.config import Settings
 from docq.store import connection
 from docq.store.tenants import Tenants
-
-
-class Running(Protocol):
-    """What the runs read from a started stack (Stack here, bench.gpu.stack.GpuStack)."""
-
-    url: str
-    headers: dict[str, str]
-    triton_url: str
-    repo: Path
-    settings: Settings
-    triton_pid: int
-
-    @property
-    def bulk_workers(self) -> int: ...
-
-    @property
-    def bulk_ports(self) -> list[int]: ...
-
-    @property
-    def workers(self) -> list[subprocess.Popen[bytes]]: ...
-
-    def meter(self) -> CpuMeter: ...
 
 
 def tenant_headers(settings: Settings) -> dict[str, str]:
@@ -57,9 +43,17 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 
 class Stack:
-    """redis, tritonserver, `bulk_workers` bulk Celery workers, a priority worker, with
-    `extract` the extract worker (files read into text) and the API on free ports, started
-    as the local stack starts them (devstack/)."""
+    """redis, tritonserver, the API, the small-job lane's worker, `bulk_workers` bulk workers
+    and, with `extract`, an extract worker (files read into text), each started by
+    devstack/services.py as the Procfile runs it, with its metrics endpoint.
+
+    The CPU bench takes it as it is: Triton at TRITON_NICE, so that batch inference yields
+    the CPU to request handling on a shared box, as the local stack does. The GPU bench
+    (bench/gpu/) names its `model` (served, pinned and the default), leaves Triton at nice 0
+    (`triton_nice=None`: there Triton feeds a GPU, and 12 busy workers at nice 0 would
+    starve it at nice 10), adds bulk and extract workers as it goes, and stops some between
+    runs (the scaling table); its meter counts redis-server too (`meter_redis`). Workers
+    start side by side: a dozen, one after the other, take a minute."""
 
     def __init__(
         self,
@@ -70,75 +64,131 @@ class Stack:
         *,
         extract: bool = False,
         ready_s: float = 60,
+        model: str | None = None,
+        triton_nice: int | None = TRITON_NICE,
+        meter_redis: bool = False,
     ) -> None:
         self.repo, self.workdir, self.shard_size = repo, workdir, shard_size
-        self.bulk_workers, self.extract, self.ready_s = bulk_workers, extract, ready_s
-        self.extract_worker: subprocess.Popen[bytes] | None = None
+        self.ready_s, self.model, self.triton_nice = ready_s, model, triton_nice
+        self.meter_redis = meter_redis
+        self._start_with = (bulk_workers, 1 if extract else 0)
+        self._bulk: list[tuple[subprocess.Popen[bytes], int]] = []
+        self._extract: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Stack:
         self._stack = ExitStack()
+        try:
+            self._start()
+            self.add_workers(self._start_with[0])
+            self.add_extract_workers(self._start_with[1])
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def _start(self) -> None:
+        # The GPU bench's model: the uploads' default, loaded when Triton starts and pinned.
+        served = ("default_model", "model_startup", "model_pinned") if self.model else ()
+        models = {f"DOCQ_{name.upper()}": str(self.model) for name in served[1:]}
         redis_url = self._stack.enter_context(redis_server(self.workdir / "redis"))
+        self.redis_pid = listener(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
         self.triton_url = self._stack.enter_context(
-            triton_server(self.repo, self.workdir / "triton.log")
+            triton_server(self.repo, self.workdir / "triton.log", env={**os.environ, **models})
         )
+        port = self.triton_url.rsplit(":", 1)[1]
+        self.triton_pid = find("bin/tritonserver", f"--grpc-port={port}")
+        if self.triton_nice is not None:
+            for pid in tree(self.triton_pid):
+                os.setpriority(os.PRIO_PROCESS, pid, self.triton_nice)
+        fields: dict[str, Any] = {name: self.model for name in served}
         self.settings = Settings(
             redis_url=redis_url,
             triton_grpc_url=self.triton_url,
             model_repository=self.repo,
             shard_size=self.shard_size,
+            **fields,
         )
         self.headers = tenant_headers(self.settings)
-        env = settings_env(self.settings)
-        # As the Procfile runs them: workers for bulk jobs, one for the small-job lane,
-        # each with its metrics endpoint.
-        lanes = [("cpu", f"bulk{i}") for i in range(self.bulk_workers)]
-        lanes.append(("cpu-priority", "priority"))
-        self.metrics_ports = [free_port() for _ in lanes]
-        self.workers = [
-            self._stack.enter_context(
-                celery_worker(
-                    {**env, "DOCQ_WORKER_METRICS_PORT": str(port)},
-                    self.workdir / f"{name}.log",
-                    queue,
-                    name,
-                    SHARD_THREADS,
-                    ready_s=self.ready_s,
-                )
-            )
-            for port, (queue, name) in zip(self.metrics_ports, lanes, strict=True)
-        ]
-        self.bulk_ports = self.metrics_ports[: self.bulk_workers]
-        if self.extract:  # as the Procfile's `extract` process
-            port = str(free_port())
-            self.extract_worker = self._stack.enter_context(
-                celery_worker(
-                    {**env, "DOCQ_WORKER_METRICS_PORT": port},
-                    self.workdir / "extract.log",
-                    "extract",
-                    "extract",
-                    EXTRACT_THREADS,
-                    ready_s=self.ready_s,
-                )
-            )
-            os.setpriority(os.PRIO_PROCESS, self.extract_worker.pid, WORKER_NICE)
-        self.url = self._stack.enter_context(api_server(env, self.workdir / "api.log"))
+        self.env = settings_env(self.settings)
+        (self.priority,) = self._workers("cpu-priority", ["priority"], SHARD_THREADS)
+        self.url = self._stack.enter_context(api_server(self.env, self.workdir / "api.log"))
         self.api_pid = listener(int(self.url.rsplit(":", 1)[1]))
-        port = self.triton_url.rsplit(":", 1)[1]
-        self.triton_pid = find("bin/tritonserver", f"--grpc-port={port}")
-        # Batch inference yields the CPU to request handling on this shared box, as the
-        # local stack does; on a real deployment the API and Triton have hosts of their own.
-        for pid in tree(self.triton_pid):
-            os.setpriority(os.PRIO_PROCESS, pid, TRITON_NICE)
-        for worker in self.workers:
-            os.setpriority(os.PRIO_PROCESS, worker.pid, WORKER_NICE)
-        return self
+
+    def _workers(
+        self, queue: str, names: list[str], threads: int, ports: list[int] | None = None
+    ) -> list[subprocess.Popen[bytes]]:
+        """Celery workers of `queue`, one per name, started side by side and niced."""
+        ports = ports or [free_port() for _ in names]
+        managers = [
+            celery_worker(
+                {**self.env, "DOCQ_WORKER_METRICS_PORT": str(port)},
+                self.workdir / f"{name}.log",
+                queue,
+                name,
+                threads,
+                ready_s=self.ready_s,
+            )
+            for name, port in zip(names, ports, strict=True)
+        ]
+        with ThreadPoolExecutor(max(1, len(names))) as pool:
+            procs = list(pool.map(self._stack.enter_context, managers))
+        for proc in procs:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, WORKER_NICE)
+        return procs
+
+    def add_workers(self, n: int) -> None:
+        """Start `n` more bulk workers, side by side."""
+        first, ports = len(self._bulk), [free_port() for _ in range(n)]
+        names = [f"bulk{first + i}" for i in range(n)]
+        procs = self._workers("cpu", names, SHARD_THREADS, ports)
+        self._bulk += list(zip(procs, ports, strict=True))
+
+    def add_extract_workers(self, n: int) -> None:
+        """Start `n` extract workers (uploaded files read into text), side by side, as the
+        local stack's `extract` process (EXTRACT_THREADS shards each)."""
+        names = [f"extract{len(self._extract) + i}" for i in range(n)]
+        self._extract += self._workers("extract", names, EXTRACT_THREADS)
+
+    def keep_workers(self, n: int) -> None:
+        """Stop bulk workers until `n` run (a stopped worker's shards go to the others)."""
+        while len(self._bulk) > n:
+            proc, _ = self._bulk.pop()
+            stop(proc, 30)
+
+    @property
+    def extract_workers(self) -> int:
+        return len(self._extract)
+
+    @property
+    def extract_worker(self) -> subprocess.Popen[bytes] | None:
+        """The first extract worker, if any (the one `extract=True` starts)."""
+        return self._extract[0] if self._extract else None
+
+    @property
+    def bulk_workers(self) -> int:
+        return len(self._bulk)
+
+    @property
+    def bulk_ports(self) -> list[int]:
+        return [port for _, port in self._bulk]
+
+    @property
+    def workers(self) -> list[subprocess.Popen[bytes]]:
+        """The bulk workers, then the small-job lane's worker."""
+        return [proc for proc, _ in self._bulk] + [self.priority]
+
+    def meter(self) -> CpuMeter:
+        """CPU seconds of the API, Triton, each worker (extract workers with their reading
+        children) and, with `meter_redis`, redis-server."""
+        roots = {"api": self.api_pid, "triton": self.triton_pid}
+        if self.meter_redis:
+            roots["redis"] = self.redis_pid
+        for i, (proc, _) in enumerate(self._bulk):
+            roots[f"bulk worker {i}"] = proc.pid
+        roots["priority worker"] = self.priority.pid
+        for i, proc in enumerate(self._extract):
+            roots[f"extract worker {i}"] = proc.pid
+        return CpuMeter(roots)
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
-
-    def meter(self) -> CpuMeter:
-        roots = {"api": self.api_pid, "triton": self.triton_pid}
-        for i, worker in enumerate(self.workers[:-1]):
-            roots[f"bulk worker {i}"] = worker.pid
-        roots["priority worker"] = self.workers[-1].pid
-        return CpuMeter(roots)

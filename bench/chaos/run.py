@@ -18,8 +18,8 @@ from typing import Any
 
 from bench.chaos.client import PatientClient
 from bench.chaos.fleet import Fleet, fixed_ports
-from bench.chaos.receiver import VerifyingReceiver
 from bench.stack import settings_env
+from bench.webhooks import VerifyingReceiver
 from corpus.doc_type import generate
 from devstack.stack import REPO
 from docq.config import Settings

@@ -18,16 +18,12 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
-from standardwebhooks import Webhook
-from standardwebhooks.webhooks import WebhookVerificationError
 
+from bench.webhooks import VerifyingReceiver
 from corpus.doc_type import generate
 
 SECRET = "whsec_" + "ZmxlZXQtZmxlZXQtZmxlZXQtZmxlZXQtZmxlZXQtMTI="
@@ -53,48 +49,6 @@ class Log:
     def write(self, **record: Any) -> None:
         with self.lock:
             self.file.write(json.dumps(record) + "\n")
-
-
-@contextmanager
-def receiver(address: str, log: Log) -> Iterator[str]:
-    """The webhook receiver on `address`: verifies each delivery's signature, logs it and
-    answers 200 (401 when the signature is wrong)."""
-    webhook = Webhook(SECRET)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("content-length", 0)))
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            try:
-                event = webhook.verify(body, headers)
-                data = event["data"]
-                log.write(
-                    at=time.time(),
-                    webhook_id=headers["webhook-id"],
-                    type=event["type"],
-                    job=data["id"],
-                    status=data["status"],
-                    done=data.get("progress", {}).get("documents_done"),
-                )
-                code = 200
-            except WebhookVerificationError:
-                log.write(at=time.time(), bad_signature=True)
-                code = 401
-            self.send_response(code)
-            self.send_header("content-length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer((address, 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://{address}:{server.server_address[1]}/hooks/fleet"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 class Client:
@@ -203,7 +157,8 @@ def run(args: argparse.Namespace) -> None:
         reference(client, docs, out, args.settle_s)
         return
     deliveries = Log(out / "deliveries.jsonl")
-    with receiver(args.address, deliveries) as hook_url:
+    receiver = VerifyingReceiver(SECRET, record=lambda r: deliveries.write(at=time.time(), **r))
+    with receiver.serve(args.address, "/hooks/fleet") as hook_url:
         hook = {"url": hook_url, "secret": SECRET}
         stop = threading.Event()
         follower = threading.Thread(target=client.follow, args=(stop,), daemon=True)

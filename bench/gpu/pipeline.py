@@ -71,7 +71,7 @@ from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import console, show, summarise, tree_note
 from bench.gpu.runs import run_bulk, run_scaling, run_triton_rebuilt, upload_long_docq
 from bench.gpu.scans import run_scans
-from bench.gpu.stack import GpuStack
+from bench.stack import Stack
 from corpus.doc_type import generate
 
 # --- the run ------------------------------------------------------------------------------
@@ -213,7 +213,10 @@ def main(argv: list[str] | None = None) -> None:
     sampler = GpuSampler()
     sampler.start()
     try:
-        with GpuStack(repo, work, args.shard_size) as stack:
+        gpu_stack = Stack(
+            repo, work, args.shard_size, 0, model=MODEL, triton_nice=None, meter_redis=True
+        )
+        with gpu_stack as stack:
             stack.add_workers(max(args.workers))
             r["stack_ready_after_s"] = round(args.budget_s - budget.left(), 1)
             console.print(

@@ -22,9 +22,9 @@ from bench.gpu.measure import (
 )
 from bench.gpu.model import MODEL
 from bench.gpu.report import console
-from bench.gpu.stack import GpuStack
 from bench.measure import percentile, worker_batches
 from bench.procs import tree
+from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 from devstack.stack import SHARD_THREADS
 from docq.catalog import ModelCatalog
@@ -84,7 +84,7 @@ def small_job_stats(samples: Sequence[tuple[float, float, str]], t0: float, t1: 
     }
 
 
-def started(stack: GpuStack) -> Callable[[], bool]:
+def started(stack: Stack) -> Callable[[], bool]:
     """True once the bulk workers sent a batch more than when this was made."""
 
     def sent() -> float:
@@ -95,7 +95,7 @@ def started(stack: GpuStack) -> Callable[[], bool]:
 
 
 def run_bulk(
-    stack: GpuStack,
+    stack: Stack,
     docs: Sequence[LabelledDocument],
     windows: int,
     sampler: GpuSampler,
@@ -157,7 +157,7 @@ def rebuilt_worker_batches(
 
 
 def run_triton_rebuilt(
-    stack: GpuStack, docs: Sequence[LabelledDocument], shard_size: int, in_flight: int
+    stack: Stack, docs: Sequence[LabelledDocument], shard_size: int, in_flight: int
 ) -> dict[str, Any]:
     """Triton alone on the windows in batches rebuilt like the workers' (shards of
     `shard_size`), timed as bench.ceiling.run_triton_alone times its ceiling."""
@@ -190,7 +190,7 @@ def run_triton_rebuilt(
     }
 
 
-def upload_long_docq(stack: GpuStack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
+def upload_long_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
     """One client uploads `docs` in one request: the answer's latency, then the results."""
     with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120) as http:
         t = time.monotonic()
@@ -208,7 +208,7 @@ def upload_long_docq(stack: GpuStack, docs: Sequence[LabelledDocument]) -> dict[
 
 
 def run_scaling(
-    stack: GpuStack,
+    stack: Stack,
     docs: Sequence[LabelledDocument],
     windows: int,
     counts: Sequence[int],

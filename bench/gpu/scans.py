@@ -38,10 +38,10 @@ from typing import Any
 
 import httpx
 
-from bench.docq_jobs import all_results, wait_job
+from bench.docq_jobs import all_results, post_files, wait_job
 from bench.gpu.measure import GpuSampler, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
-from bench.gpu.stack import GpuStack
+from bench.stack import Stack
 from devstack.stack import EXTRACT_THREADS
 
 File = tuple[str, bytes, str]  # (name, bytes, content type), as httpx's `files` takes them
@@ -57,10 +57,8 @@ def load_scans(folder: Path, docs: int | None = None, repeat: int = 1) -> list[F
 
 def upload(http: httpx.Client, files: list[File]) -> tuple[str, float]:
     """One multipart upload of `files` (the model is the stack's default): job id, ms to 202."""
-    t = time.perf_counter()
-    resp = http.post("/v1/jobs", files=[("files", f) for f in files])
-    resp.raise_for_status()
-    return resp.json()["id"], (time.perf_counter() - t) * 1000
+    resp, ms = post_files(http, files)
+    return resp.raise_for_status().json()["id"], ms
 
 
 def cores_needed(
@@ -132,7 +130,7 @@ def add_cores_needed(out: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_scans(
-    stack: GpuStack,
+    stack: Stack,
     folder: Path,
     docs: int | None,
     repeat: int,

@@ -67,8 +67,8 @@ def test_modules_of_every_room_stay_short(room: str) -> None:
 # file git tracks outside tests/ (the product, devstack, client, corpus, conversion, serving
 # and bench itself; generated and ignored files, .venv included, do not), by its lines.
 # The target is 15%; BENCH_SHARE is where the tree stands, lowered as bench/ shrinks so the
-# share cannot creep back (2026-12-06: 25.7%, from 26.0%).
-BENCH_SHARE = 0.27
+# share cannot creep back (2026-12-06: 24.2%, from 24.6%, with room for a few dozen lines).
+BENCH_SHARE = 0.25
 
 
 def non_test_python_lines() -> dict[str, int]:

@@ -1,7 +1,8 @@
-"""The chaos run's webhook receiver: an HTTP server in a thread that verifies every
-delivery's Standard Webhooks signature (`standardwebhooks`, as a client would) and counts
-the deliveries it accepted per `webhook-id`. A few answers are 503, chosen by the run's
-seed, so that retries happen while processes die."""
+"""The webhook receiver of the chaos run and the fleet's client: an HTTP server in a thread
+that verifies every delivery's Standard Webhooks signature (`standardwebhooks`, as a client
+would) and counts the deliveries it accepted per `webhook-id`. The chaos run answers a few
+503, chosen by its seed, so that retries happen while processes die; the fleet's client
+writes each delivery down for its checker (`record`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
@@ -19,10 +21,18 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 class VerifyingReceiver:
     """Accepts (200) verified deliveries, refuses (503) a seeded share of them, and answers
-    401 to any whose signature does not verify."""
+    401 to any whose signature does not verify. `record`, if given, is called with what
+    each accepted delivery said, and with `bad_signature` for each refused as forged."""
 
-    def __init__(self, secret: str, refuse_share: float, seed: int) -> None:
+    def __init__(
+        self,
+        secret: str,
+        refuse_share: float = 0.0,
+        seed: int = 0,
+        record: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.webhook = Webhook(secret)
+        self.record = record
         self.refuse_share = refuse_share
         self.rng = random.Random(seed)
         self.accepted: Counter[str] = Counter()  # webhook-id -> deliveries answered 200
@@ -37,6 +47,8 @@ class VerifyingReceiver:
         except WebhookVerificationError:
             with self.lock:
                 self.bad_signatures += 1
+            if self.record is not None:
+                self.record({"bad_signature": True})
             return 401
         with self.lock:
             if self.rng.random() < self.refuse_share:
@@ -45,11 +57,20 @@ class VerifyingReceiver:
             webhook_id = headers["webhook-id"]
             self.accepted[webhook_id] += 1
             self.events[webhook_id] = str(event["type"])
+        if self.record is not None:
+            data = event["data"]
+            self.record({
+                "webhook_id": webhook_id,
+                "type": event["type"],
+                "job": data["id"],
+                "status": data["status"],
+                "done": data.get("progress", {}).get("documents_done"),
+            })  # fmt: skip
         return 200
 
     @contextmanager
-    def serve(self) -> Iterator[str]:
-        """Listen on a free port of 127.0.0.1; yields the URL to give jobs."""
+    def serve(self, address: str = "127.0.0.1", path: str = "/hooks/chaos") -> Iterator[str]:
+        """Listen on a free port of `address`; yields the URL to give jobs."""
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -63,12 +84,12 @@ class VerifyingReceiver:
             def log_message(self, *args: object) -> None:
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = ThreadingHTTPServer((address, 0), Handler)
         server.daemon_threads = True
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/hooks/chaos"
+            yield f"http://{address}:{server.server_address[1]}{path}"
         finally:
             server.shutdown()
             server.server_close()
