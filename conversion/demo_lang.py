@@ -28,7 +28,7 @@ import transformers
 
 from conversion import attestation, convert, export, head
 from conversion.evaluate import Accuracy, classify
-from corpus import doc_type, varied
+from corpus import doc_type, varied, written
 from corpus.doc_lang import LANGUAGES, generate
 from corpus.doc_type import LabelledDocument
 from docq.text.aggregation import Aggregation
@@ -53,6 +53,9 @@ HELDOUT_DOCS, HELDOUT_SEED = 480, 3002
 # held-out gate reads others, from seeds no other training or gate uses.
 ENGLISH = ((150, 1003), (150, 5003))  # (documents, seed) of corpus.doc_type, corpus.varied
 HELDOUT_ENGLISH = ((60, 2004), (60, 5004))
+# corpus.written, labelled by language: 7 training and 1 validation document of each label in
+# each language (its other languages have 8 a label; English's 100 are capped to match).
+WRITTEN_TRAIN, WRITTEN_HELDOUT = 7, 1
 WINDOWS_PER_DOC = 2
 THREADS = 2  # fixed: float sums depend on the thread split
 MIN_ACCURACY = 0.95
@@ -102,7 +105,11 @@ def build(
     model = head.classifier(source, LANGUAGES)
     record = None if retrain else attestation.committed(NAME, source, heads)
     if record is None:
-        train_docs = generate(TRAIN_DOCS, TRAIN_SEED) + english(ENGLISH)
+        train_docs = (
+            generate(TRAIN_DOCS, TRAIN_SEED)
+            + english(ENGLISH)
+            + written.by_language("train", WRITTEN_TRAIN)
+        )
         per_doc = windows_of(tokenizer, [d.text for d in train_docs], spec)
         windows, labels = head.training_windows(
             [(d.label, ws) for d, ws in zip(train_docs, per_doc, strict=True)],
@@ -116,6 +123,7 @@ def build(
         training: object = {
             "documents": len(train_docs),
             "english_from_doc_type_and_varied": [list(x) for x in ENGLISH],
+            "written_per_label_and_language": WRITTEN_TRAIN,
             "windows": len(windows),
             "final_loss": losses[-1],
         }
@@ -143,7 +151,8 @@ def build(
         if record is not None:
             print(attestation.differs(NAME, record), flush=True)
         log(f"{gate}: classifying the held-out set", start)
-        heldout = generate(HELDOUT_DOCS, HELDOUT_SEED) + english(HELDOUT_ENGLISH)
+        held_written = written.by_language("validation", WRITTEN_HELDOUT)
+        heldout = generate(HELDOUT_DOCS, HELDOUT_SEED) + english(HELDOUT_ENGLISH) + held_written
         heldout_windows = windows_of(tokenizer, [d.text for d in heldout], spec)
         session = export.session(staged.folder / "model.onnx", THREADS)
         predictions = classify(
@@ -155,13 +164,19 @@ def build(
         )
         predicted = [p.label for p in predictions]
         accuracy = Accuracy.of(predicted, [d.label for d in heldout], LANGUAGES)
-        other = predicted[HELDOUT_DOCS:]
+        n_english = sum(n for n, _ in HELDOUT_ENGLISH)
+        other = predicted[HELDOUT_DOCS : HELDOUT_DOCS + n_english]
+        on_written = zip(predicted[HELDOUT_DOCS + n_english :], held_written, strict=True)
         heldout_report = {
             **asdict(accuracy),
             "seed": HELDOUT_SEED,
             "english_from_doc_type_and_varied": {
                 "sizes": [list(x) for x in HELDOUT_ENGLISH],
                 "accuracy": sum(p == "en" for p in other) / len(other),
+            },
+            "written_validation": {
+                "n": len(held_written),
+                "accuracy": sum(p == d.label for p, d in on_written) / len(held_written),
             },
             "windows": sum(len(ws) for ws in heldout_windows),
         }
