@@ -37,7 +37,7 @@ import transformers
 
 from conversion import attestation, convert, demo_train, evaluate, export, head, package, pbtxt
 from conversion.evaluate import Accuracy, window_logits
-from corpus.doc_type import LABELS, generate
+from corpus.doc_type import LABELS
 from docq.text.aggregation import Aggregation
 from docq.text.packing import pad
 from docq.text.tokenizing import load_tokenizer, window_spec
@@ -52,7 +52,6 @@ MODEL_DIR = REPOSITORY / NAME
 BUILD_DIR = ROOT / "build" / NAME
 
 SEED = 1129
-HELDOUT_DOCS, HELDOUT_SEED = 600, 2002
 PARITY_WINDOWS = 240  # the training run's parity check, on the held-out PyTorch logits
 RECHECK_WINDOWS = 64  # a plain build's parity check of the file the record stands for
 ENCODE_BATCH = 16  # windows per PyTorch forward pass (sorted by length: little padding)
@@ -130,16 +129,20 @@ def heldout_gate(
     session: ort.InferenceSession,
     heldout_windows: list[list[Window]],
     truth: list[str],
-) -> tuple[Accuracy, float]:
-    """The held-out accuracy (PyTorch, every window, the workers' aggregation) and the
-    ONNX Runtime parity against those logits on PARITY_WINDOWS of them."""
+) -> tuple[Accuracy, float, list[str]]:
+    """The held-out accuracy (PyTorch, every window, the workers' aggregation), the
+    ONNX Runtime parity against those logits on PARITY_WINDOWS of them, and the predictions."""
     flat = [w for ws in heldout_windows for w in ws]
     reference = window_logits(head.runner(model), flat, ENCODE_BATCH)
     predictions = evaluate.predictions(
         reference, heldout_windows, LABELS, Aggregation(CONFIG.aggregation)
     )
-    accuracy = Accuracy.of([p.label for p in predictions], truth, LABELS)
-    return accuracy, parity_diff(session, flat, reference, SEED)
+    predicted = [p.label for p in predictions]
+    return (
+        Accuracy.of(predicted, truth, LABELS),
+        parity_diff(session, flat, reference, SEED),
+        predicted,
+    )
 
 
 def recheck_parity(
@@ -208,7 +211,7 @@ def build(
     phase("export_onnx")
     log(f"exported ONNX (opset {export.OPSET}), fused {fused}, sha256 {onnx_sha[:12]}", start)
 
-    heldout = generate(HELDOUT_DOCS, HELDOUT_SEED)
+    heldout = demo_train.heldout_documents()
     heldout_windows = windows_of(tokenizer, [d.text for d in heldout], spec)
     flat = [w for ws in heldout_windows for w in ws]
     attested = record is not None and record["onnx_sha256"] == onnx_sha
@@ -227,10 +230,12 @@ def build(
         if record is not None:
             print(attestation.differs(NAME, record), flush=True)
         log(f"{gate}: classifying {len(flat)} held-out windows", start)
-        accuracy, diff = heldout_gate(model, session, heldout_windows, [d.label for d in heldout])
+        accuracy, diff, predicted = heldout_gate(
+            model, session, heldout_windows, [d.label for d in heldout]
+        )
         heldout_report = {
             **asdict(accuracy),
-            "seed": HELDOUT_SEED,
+            "sources": demo_train.by_source(predicted, heldout),
             "windows": len(flat),
             "aggregation": CONFIG.aggregation,
             "max_seq_len": CONFIG.max_seq_len,

@@ -28,7 +28,9 @@ import transformers
 
 from conversion import attestation, convert, export, head
 from conversion.evaluate import Accuracy, classify
+from corpus import doc_type, varied, written
 from corpus.doc_lang import LANGUAGES, generate
+from corpus.doc_type import LabelledDocument
 from docq.text.aggregation import Aggregation
 from docq.text.tokenizing import load_tokenizer, window_spec
 from docq.text.tokens import TOKENIZER_FILES, windows_of
@@ -42,6 +44,18 @@ BUILD_DIR = ROOT / "build" / NAME
 SEED = 1130
 TRAIN_DOCS, TRAIN_SEED = 600, 3001
 HELDOUT_DOCS, HELDOUT_SEED = 480, 3002
+# English beyond corpus.doc_lang's phrase bank (issue 38: the blind set's English read 47%).
+# doc_lang's English is invoices, reminders, order confirmations and letters in a few
+# dozen stock sentences, while every other language's documents carry English line items
+# and footers: the head learned English as those sentences. corpus.doc_type's and
+# corpus.varied's documents are English paperwork of six kinds and many shapes (receipts,
+# delivery notes, contracts, e-mails, till slips): some of each train as "en", and the
+# held-out gate reads others, from seeds no other training or gate uses.
+ENGLISH = ((150, 1003), (150, 5003))  # (documents, seed) of corpus.doc_type, corpus.varied
+HELDOUT_ENGLISH = ((60, 2004), (60, 5004))
+# corpus.written, labelled by language: 7 training and 1 validation document of each label in
+# each language (its other languages have 8 a label; English's 100 are capped to match).
+WRITTEN_TRAIN, WRITTEN_HELDOUT = 7, 1
 WINDOWS_PER_DOC = 2
 THREADS = 2  # fixed: float sums depend on the thread split
 MIN_ACCURACY = 0.95
@@ -57,6 +71,13 @@ TARGET = convert.Target(
     aggregation=Aggregation.MEAN.value,
     threads=THREADS,
 )
+
+
+def english(sizes: tuple[tuple[int, int], ...]) -> list[LabelledDocument]:
+    """corpus.doc_type's and corpus.varied's documents of `sizes`, labelled "en"."""
+    (n, seed), (n_varied, varied_seed) = sizes
+    docs = doc_type.generate(n, seed) + varied.generate(n_varied, varied_seed)
+    return [LabelledDocument(id=d.id, text=d.text, label="en") for d in docs]
 
 
 def log(message: str, start: float) -> None:
@@ -84,7 +105,11 @@ def build(
     model = head.classifier(source, LANGUAGES)
     record = None if retrain else attestation.committed(NAME, source, heads)
     if record is None:
-        train_docs = generate(TRAIN_DOCS, TRAIN_SEED)
+        train_docs = (
+            generate(TRAIN_DOCS, TRAIN_SEED)
+            + english(ENGLISH)
+            + written.by_language("train", WRITTEN_TRAIN)
+        )
         per_doc = windows_of(tokenizer, [d.text for d in train_docs], spec)
         windows, labels = head.training_windows(
             [(d.label, ws) for d, ws in zip(train_docs, per_doc, strict=True)],
@@ -96,7 +121,9 @@ def build(
         train_acc = float((head.head_logits(model, states).argmax(1).numpy() == labels).mean())
         log(f"head trained: loss {losses[-1]:.4f}, training-window accuracy {train_acc:.4f}", start)
         training: object = {
-            "documents": TRAIN_DOCS,
+            "documents": len(train_docs),
+            "english_from_doc_type_and_varied": [list(x) for x in ENGLISH],
+            "written_per_label_and_language": WRITTEN_TRAIN,
             "windows": len(windows),
             "final_loss": losses[-1],
         }
@@ -124,7 +151,8 @@ def build(
         if record is not None:
             print(attestation.differs(NAME, record), flush=True)
         log(f"{gate}: classifying the held-out set", start)
-        heldout = generate(HELDOUT_DOCS, HELDOUT_SEED)
+        held_written = written.by_language("validation", WRITTEN_HELDOUT)
+        heldout = generate(HELDOUT_DOCS, HELDOUT_SEED) + english(HELDOUT_ENGLISH) + held_written
         heldout_windows = windows_of(tokenizer, [d.text for d in heldout], spec)
         session = export.session(staged.folder / "model.onnx", THREADS)
         predictions = classify(
@@ -134,12 +162,22 @@ def build(
             Aggregation(TARGET.aggregation),
             TARGET.max_batch_size,
         )
-        accuracy = Accuracy.of(
-            [p.label for p in predictions], [d.label for d in heldout], LANGUAGES
-        )
+        predicted = [p.label for p in predictions]
+        accuracy = Accuracy.of(predicted, [d.label for d in heldout], LANGUAGES)
+        n_english = sum(n for n, _ in HELDOUT_ENGLISH)
+        other = predicted[HELDOUT_DOCS : HELDOUT_DOCS + n_english]
+        on_written = zip(predicted[HELDOUT_DOCS + n_english :], held_written, strict=True)
         heldout_report = {
             **asdict(accuracy),
             "seed": HELDOUT_SEED,
+            "english_from_doc_type_and_varied": {
+                "sizes": [list(x) for x in HELDOUT_ENGLISH],
+                "accuracy": sum(p == "en" for p in other) / len(other),
+            },
+            "written_validation": {
+                "n": len(held_written),
+                "accuracy": sum(p == d.label for p, d in on_written) / len(held_written),
+            },
             "windows": sum(len(ws) for ws in heldout_windows),
         }
     passed = heldout_report["accuracy"] >= MIN_ACCURACY and diff <= MAX_LOGIT_DIFF

@@ -6,8 +6,8 @@ cite the sale's other documents (an invoice naming its purchase order, a deliver
 invoice). Augmented as text reaches the model: words dropped, blocks reordered, line breaks
 or case lost, scan errors.
 
-Written for doc-type's training beside corpus.doc_type; the committed head is not yet
-retrained on it: a training run on it did not fit the session that wrote it (CHANGELOG).
+Written for doc-type's training beside corpus.doc_type and corpus.written
+(conversion/demo_train.py).
 
     python -m corpus.varied --n 12 --seed 7 --out /tmp/varied
 """

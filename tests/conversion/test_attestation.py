@@ -177,9 +177,9 @@ def test_doc_type_gates_a_file_the_record_does_not_name(
     a failing gate publishes nothing, whatever the record says."""
     calls = []
 
-    def failing_gate(*args: object) -> tuple[Accuracy, float]:
+    def failing_gate(*args: object) -> tuple[Accuracy, float, list[str]]:
         calls.append(args)
-        return Accuracy(n=2, accuracy=0.5, per_class={}, support={}), 0.0
+        return Accuracy(n=2, accuracy=0.5, per_class={}, support={}), 0.0, []
 
     monkeypatch.setattr(demo, "heldout_gate", failing_gate)
     heads = copy_heads(tmp_path, demo.NAME, onnx_sha256="0" * 64)

