@@ -179,7 +179,9 @@ def test_doc_type_gates_a_file_the_record_does_not_name(
 
     def failing_gate(*args: object) -> tuple[Accuracy, float, list[str]]:
         calls.append(args)
-        return Accuracy(n=2, accuracy=0.5, per_class={}, support={}), 0.0, []
+        truth = args[-1]  # the held-out documents' labels: a prediction for each, all wrong
+        assert isinstance(truth, list)
+        return Accuracy(n=2, accuracy=0.5, per_class={}, support={}), 0.0, ["?"] * len(truth)
 
     monkeypatch.setattr(demo, "heldout_gate", failing_gate)
     heads = copy_heads(tmp_path, demo.NAME, onnx_sha256="0" * 64)
