@@ -83,8 +83,11 @@ def test_a_manifest_of_files_and_ndjson_objects_is_answered_once_per_document_an
         gone.unlink()  # after the 202, before any worker fetched it
         # its parts: lines.ndjson, the files (a group), gone.ndjson
         assert handed_to_workers(held, settings) == 3
-        job, _ = wait_until_final(api, job_id, timeout=300)
+        wait_until_final(api, job_id, timeout=300)
         until(lambda: receiver.accepted, "the job's webhook event", timeout=120)
+    # results_files is set by the write-back, a moment after the job turns final and before
+    # its event is sent: read the job again after the event
+    job = api.get(f"/v1/jobs/{job_id}").json()
 
     assert job["status"] == "succeeded", job
     assert job["documents"] == LINES + 2 + 2 + 1
