@@ -7,7 +7,8 @@ Each round runs `make test-fast` once as committed (`now`) and once per `--varia
 (`NAME:VAR=VALUE,...`: make variables set on the command line, e.g. `PYCACHE=` runs the line
 without its bytecode folder), one after the other, so that a machine whose load drifts
 weighs on every side alike. Per run: wall, user and system seconds of make and everything
-under it, the 1-minute load average before it, pytest's last line and the tests it failed.
+under it, the 1-minute load average before it, pytest's last line and each test that failed
+or erred, named.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def run(make_args: list[str]) -> dict[str, Any]:
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    cmd = ["make", "test-fast", *make_args, "PYTEST_ARGS=-q -rf -p no:cacheprovider"]
+    cmd = ["make", "test-fast", *make_args, "PYTEST_ARGS=-q -rfE -p no:cacheprovider"]
     out = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True).stdout
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
