@@ -31,8 +31,15 @@ XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 test: install system model
 	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
+# Bytecode: this machine sets PYTHONDONTWRITEBYTECODE=1 and uv installs no .pyc, so every
+# process of a run (each xdist worker, every Python child a test starts) compiled every
+# module it imported from source: 13 s of a 23 s collection. test-fast writes the compiled
+# modules into one folder of the virtualenv (never beside the sources, nor into the model
+# repository, which Triton serves) and reads them again from the second run on.
+PYCACHE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
+
 test-fast: install system model
-	$(BIN)/pytest -n 2 --dist loadfile -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
+	$(PYCACHE) $(BIN)/pytest -n 2 --dist loadfile -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
 
 test-e2e: install system model
 	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) -m "e2e or faults or build or slow" $(PYTEST_ARGS)

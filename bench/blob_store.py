@@ -35,6 +35,7 @@ import redis
 from rich.console import Console
 from rich.table import Table
 
+from bench.extract_corpus import pdf_file
 from bench.stack import settings_env, tenant_headers
 from devstack import stack
 from devstack.services import free_port, redis_server, stop, triton_server, wait_for
@@ -59,19 +60,7 @@ def padded_pdf(size: int, seed: int) -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         b"<< /Length %d >>\nstream\n%s\nendstream" % (len(pad), pad),
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for n, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_file(objects, b"%PDF-1.4\n")
 
 
 @contextmanager

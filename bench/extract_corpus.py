@@ -57,19 +57,21 @@ def text_pdf(page_lines: list[list[str]]) -> bytes:
         kids.append(len(objects))
     refs = " ".join(f"{k} 0 R" for k in kids).encode()
     objects[1] = b"<< /Type /Pages /Kids [" + refs + b"] /Count %d >>" % len(kids)
-    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+    return pdf_file(objects, b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+
+
+def pdf_file(objects: list[bytes], header: bytes) -> bytes:
+    """A PDF of `objects` (numbered from 1, the catalog first), its xref table and trailer."""
+    out = bytearray(header)
     offsets = []
-    for number, body_bytes in enumerate(objects, start=1):
+    for number, body in enumerate(objects, start=1):
         offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body_bytes + b"\nendobj\n"
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    trailer = b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n"
+    return bytes(out + trailer % (len(objects) + 1, xref))
 
 
 def scan(lines: list[str]) -> Image.Image:

@@ -18,9 +18,9 @@ from typing import Any
 
 from bench.chaos.client import PatientClient
 from bench.chaos.fleet import Fleet, fixed_ports
+from bench.fleet.client import corpus  # one-window documents: a run is CPU-sized
 from bench.stack import settings_env
 from bench.webhooks import VerifyingReceiver
-from corpus.doc_type import generate
 from devstack.stack import REPO
 from docq.config import Settings
 from docq.errors import DocqError
@@ -138,11 +138,6 @@ def chaos_settings(ports: dict[str, int]) -> Settings:
         webhook_max_attempts=100,
         webhook_stall_s=5.0,
     )
-
-
-def corpus(n: int, seed: int) -> list[dict[str, str]]:
-    """One-window documents (the first 300 characters), so that a run is CPU-sized."""
-    return [{"id": d.id, "text": d.text[:300]} for d in generate(n, seed=seed)]
 
 
 def wait_final(store: JobStore, job_ids: list[str], timeout: float) -> list[str]:

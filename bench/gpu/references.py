@@ -1,5 +1,9 @@
 """The served runtime's in-process references, in the serve bench's own run and shapes.
 
+The old runtime (`old_runtime`): PyTorch FP32 eager in-process, one synchronous call per
+request as the old FastAPI service ran it, and the FP32 reference logits the served
+variants' parity is checked against.
+
 A skeptic compares docq's served runtime with what one would run without docq, on the same
 GPU: the checkpoint in Hugging Face transformers, FP16, eager (`hf-fp16-eager`), and the
 same model through `torch.compile(mode="max-autotune")`, whose Inductor kernels are
@@ -25,12 +29,19 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from bench.gpu.shapes import SHAPES, parity_batches, windows
+
 REFERENCE_SHAPES = [(1, 512), (2, 512), (7, 512), (126, 512)]
 
 
-def _time_calls(call: Any, sync: Any, repeat: int, warm: int = 3) -> dict[str, Any]:
-    for _ in range(warm):
+def _time_calls(call: Any, sync: Any, repeat: int, warm: int = 3, warm_s: float = 0) -> dict:
+    """p50 and samples (ms) of `repeat` calls, after `warm` calls and `warm_s` seconds."""
+    start, calls = time.perf_counter(), 0
+    while calls < warm or time.perf_counter() - start < warm_s:
         call()
+        calls += 1
     sync()
     times = []
     for _ in range(repeat):
@@ -47,8 +58,6 @@ def _time_calls(call: Any, sync: Any, repeat: int, warm: int = 3) -> dict[str, A
 def _child(checkpoint: str, device: str, repeat: int, out: str, shapes: list) -> None:
     import torch
     from transformers import AutoModelForSequenceClassification
-
-    from bench.gpu.shapes import windows
 
     result: dict[str, Any] = {"device": device}
 
@@ -158,3 +167,46 @@ def references(
     if error:
         result["error"] = error
     return result
+
+
+def old_runtime(checkpoint: Path, device: str, repeat: int, warm_s: float = 1.0) -> dict[str, Any]:
+    """PyTorch FP32 eager in-process, one synchronous call per request: ms and seq/s per
+    full shape, and under "parity_reference" the logits of parity_batches() (TF32 off).
+
+    Each shape is called for `warm_s` seconds (at least 3 calls) before it is timed: with 3
+    calls only, the H200's (2, 512) samples of 2026-12-04 ran 24-27 ms for 12 calls, then
+    19.4 ms: the baseline was timed a fifth slower than it runs."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = (
+        AutoModelForSequenceClassification.from_pretrained(str(checkpoint), dtype=torch.float32)
+        .to(device)
+        .eval()
+    )
+
+    def logits(ids: np.ndarray, mask: np.ndarray) -> Any:
+        return model(
+            input_ids=torch.from_numpy(ids).to(device),
+            attention_mask=torch.from_numpy(mask).to(device),
+        ).logits.cpu()  # to the host: the call is synchronous
+
+    out: dict[str, Any] = {}
+    with torch.inference_mode():
+        for rows, length, _ in (x for x in SHAPES if x[2] == 1.0):
+            ids, mask = windows(rows, length, rows * 7 + length)
+            call = lambda ids=ids, mask=mask: logits(ids, mask)  # noqa: E731
+            got = _time_calls(call, lambda: None, repeat, warm_s=warm_s)
+            out[f"{rows}x{length}"] = {
+                "p50_ms": got["p50_ms"],
+                "seq_s": round(rows / got["p50_ms"] * 1000, 1),
+                "samples_ms": got["samples_ms"],
+            }
+    torch.backends.cuda.matmul.allow_tf32 = False  # the FP32 reference of the parity check
+    with torch.inference_mode():
+        reference = [logits(ids, mask).float().numpy().tolist() for ids, mask in parity_batches()]
+    out["parity_reference"] = reference
+    model.to("cpu")  # the GPU's memory is the server's next
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return out

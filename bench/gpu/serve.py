@@ -21,8 +21,9 @@ order, so that a difference between variants is not the order they ran in. Print
 (rich) and writes the JSON to --out.
 
 Its parts: the model and its variants (model.py), the requests (shapes.py), the old runtime
-(old_runtime.py), the clients that measure the server (clients.py), the report
-(serve_report.py); the server is devstack's `triton_server`, as the tests start it.
+and the other in-process references (references.py), the clients that measure the server
+(clients.py), the report (serve_report.py); the server is devstack's `triton_server`, as
+the tests start it.
 
     # on the H200 (docs/performance.md has the exact command):
     source bench/gpu/remote.sh
@@ -45,8 +46,7 @@ from typing import Any
 
 from bench.gpu.clients import Load, batch_stats, one_at_a_time, parity, sweep
 from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
-from bench.gpu.old_runtime import old_runtime
-from bench.gpu.references import references
+from bench.gpu.references import old_runtime, references
 from bench.gpu.report import tree_note
 from bench.gpu.serve_report import against_references, latency_rounds, show, summarise, targets
 from bench.gpu.shapes import SHAPES, VARIANT_SHAPES, key
