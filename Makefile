@@ -28,21 +28,22 @@ up: install system model
 # Triton interpreter's kernel run) start once, not in each process (docs/performance.md).
 XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 
-test: install system model
-	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
-
 # Bytecode: this machine sets PYTHONDONTWRITEBYTECODE=1 and uv installs no .pyc, so every
 # process of a run (each xdist worker, every Python child a test starts) compiled every
-# module it imported from source: 13 s of a 23 s collection. test-fast writes the compiled
+# module it imported from source: 13 s of a 23 s collection. The test lines write the compiled
 # modules into one folder of the virtualenv (never beside the sources, nor into the model
-# repository, which Triton serves) and reads them again from the second run on.
+# repository, which Triton serves): the processes of one run share them, and the next run
+# starts with them.
 PYCACHE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
+
+test: install system model
+	$(PYCACHE) DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install system model
 	$(PYCACHE) $(BIN)/pytest -n 2 --dist loadfile -m "not (e2e or faults or build or slow)" $(PYTEST_ARGS)
 
 test-e2e: install system model
-	DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) -m "e2e or faults or build or slow" $(PYTEST_ARGS)
+	$(PYCACHE) DOCQ_TESTS_REQUIRE_TOOLS=1 $(BIN)/pytest $(XDIST) -m "e2e or faults or build or slow" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
