@@ -53,9 +53,9 @@ HELDOUT_DOCS, HELDOUT_SEED = 480, 3002
 # held-out gate reads others, from seeds no other training or gate uses.
 ENGLISH = ((150, 1003), (150, 5003))  # (documents, seed) of corpus.doc_type, corpus.varied
 HELDOUT_ENGLISH = ((60, 2004), (60, 5004))
-# corpus.written, labelled by language: 7 training and 1 validation document of each label in
-# each language (its other languages have 8 a label; English's 100 are capped to match).
-WRITTEN_TRAIN, WRITTEN_HELDOUT = 7, 1
+# corpus.written, labelled by language: 12 training and 2 validation documents of each label
+# in each language (its other languages have 14 a label; English's 150 are capped to match).
+WRITTEN_TRAIN, WRITTEN_HELDOUT = 12, 2
 WINDOWS_PER_DOC = 2
 THREADS = 2  # fixed: float sums depend on the thread split
 MIN_ACCURACY = 0.95

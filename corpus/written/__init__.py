@@ -1,14 +1,18 @@
-"""Documents written one by one, not generated: 140 of each doc-type label, 100 in English
-and 8 in each of German, French, Spanish, Italian and Dutch (`<label>/<lang>-<nnn>.txt`).
+"""Documents written one by one, not generated: 220 of each doc-type label, 150 in English
+and 14 in each of German, French, Spanish, Italian and Dutch (`<label>/<lang>-<nnn>.txt`).
 
 Why: trained on generators alone (corpus.doc_type, corpus.varied), the demo models learn
-the generators' habits, however varied their slots (issue 38). These were written on
-2026-12-06 by six writers, one per label, each given only the label definitions and a
-list of the variety real paperwork has (countries, senders, e-mails, till slips, scans,
-headings in other words or none, documents that cite other kinds). The writers did not
-see the blind evaluation set (samples/eval/), the generators, the models or each other's
-work, and no document was filled from a template. The files are frozen: a document the
-models get wrong is not edited.
+the generators' habits, however varied their slots (issue 38). They were written on
+2026-12-06 in two rounds by twelve writers, one per label a round, each given only the
+label definitions and a list of the variety real paperwork has (countries, senders,
+e-mails, till slips, scans, headings in other words or none, documents that cite other
+kinds). The first round wrote `en-001`..`en-100` and `<lang>-001`..`-008`; the second
+(`en-101`.., `<lang>-009`..) was asked for border cases: half of each writer's documents
+share the surface of a neighbouring kind (an invoice marked paid, a quotation accepted
+by signature, a delivery note quoting the order) while their substance stays their own.
+The writers did not see the blind evaluation set (samples/eval/), the generators, the
+models or each other's work, and no document was filled from a template. The files are
+frozen: a document the models get wrong is not edited.
 
 Every fifth document of each label and language (by file name) is the validation split,
 which the held-out gates read and training never does; the rest is the training split.

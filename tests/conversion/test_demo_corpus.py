@@ -18,7 +18,7 @@ def test_training_and_heldout_read_every_source_and_share_nothing() -> None:
     assert sources == {
         "doc": demo_train.TRAIN_DOCS,
         "var": demo_train.VARIED_DOCS,
-        "written": len(written.documents("train")),
+        "written": len(written.documents("train", written.LANGUAGES)),
     }
     assert len(held) == sum(n for n, _ in demo_train.HELDOUT) + len(written.documents("validation"))
     assert not {d.text for d in train} & {d.text for d in held}
@@ -49,16 +49,18 @@ def test_the_written_documents_split_one_in_five_and_are_all_read() -> None:
     held = written.documents("validation", written.LANGUAGES)
     assert len(train) + len(held) == len(files)
     assert not {d.id for d in train} & {d.id for d in held}
-    for label in LABELS:  # 100 English a label: 80 train, 20 validation
-        assert sum(d.label == label for d in written.documents("validation")) >= 18
+    for label in LABELS:  # 150 English a label: 120 train, 30 validation
+        assert sum(d.label == label for d in written.documents("validation")) >= 28
     assert all(d.text.strip() for d in train + held)
 
 
 def test_doc_lang_reads_every_language_of_the_written_documents_balanced() -> None:
     train = written.by_language("train", demo_lang.WRITTEN_TRAIN)
     held = written.by_language("validation", demo_lang.WRITTEN_HELDOUT)
-    assert Counter(d.label for d in train) == dict.fromkeys(written.LANGUAGES, 7 * len(LABELS))
-    assert Counter(d.label for d in held) == dict.fromkeys(written.LANGUAGES, len(LABELS))
+    per_label = demo_lang.WRITTEN_TRAIN, demo_lang.WRITTEN_HELDOUT
+    assert per_label == (12, 2)  # every training and validation document of the other languages
+    assert Counter(d.label for d in train) == dict.fromkeys(written.LANGUAGES, 12 * len(LABELS))
+    assert Counter(d.label for d in held) == dict.fromkeys(written.LANGUAGES, 2 * len(LABELS))
     assert not {d.id for d in train} & {d.id for d in held}
 
 

@@ -24,7 +24,7 @@ RETRAIN = "rerun `python -m conversion.{module} --train` and commit conversion/h
 
 @pytest.mark.slow
 @pytest.mark.build
-@pytest.mark.timeout(1800)  # doc-type trained for 1,082 s on the 2-core AMD EPYC of 2026-12-04
+@pytest.mark.timeout(3000)  # doc-type: 1,882 s on 2 cores shared with other work (2026-12-06)
 @pytest.mark.parametrize("module", [demo, demo_lang], ids=["doc-type", "doc-lang"])
 def test_training_gives_the_committed_head(
     module: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
