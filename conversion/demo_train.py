@@ -99,23 +99,18 @@ def trained_parameters(model: transformers.BertForSequenceClassification) -> tup
 
 def training_windows(
     tokenizer: transformers.PreTrainedTokenizerFast, spec: WindowSpec, seed: int
-) -> tuple[list[Window], npt.NDArray[np.int64]]:
+) -> tuple[list[Window], npt.NDArray[np.int64], int]:
     """The training documents' windows that training reads (WINDOWS_PER_DOC of each at
-    most) and each one's label index."""
-    return training_windows_of(tokenizer, spec, seed, training_documents())
-
-
-def training_windows_of(
-    tokenizer: transformers.PreTrainedTokenizerFast,
-    spec: WindowSpec,
-    seed: int,
-    train_docs: list[LabelledDocument],
-) -> tuple[list[Window], npt.NDArray[np.int64]]:
+    most), each one's label index, and how many of them, at the end, are corpus.written's."""
+    train_docs = training_documents()
     per_doc = windows_of(tokenizer, [d.text for d in train_docs], spec)
-    return head.training_windows(
+    n_written_docs = len(written.documents("train", written.LANGUAGES))  # the last documents
+    n_written = sum(min(len(ws), WINDOWS_PER_DOC) for ws in per_doc[-n_written_docs:])
+    windows, labels = head.training_windows(
         [(d.label, ws) for d, ws in zip(train_docs, per_doc, strict=True)],
         LABELS, WINDOWS_PER_DOC, seed,
     )  # fmt: skip
+    return windows, labels, n_written
 
 
 def train_head(
@@ -130,7 +125,7 @@ def train_head(
     """Fit the last encoder layer, the pooler and the classifier on the frozen layers'
     outputs for training windows (the encoder at `source`; kept by conversion.demo_cache),
     rounded to what the head file stores (HEAD_DTYPE); return what the record keeps."""
-    windows, labels = training_windows(tokenizer, spec, seed)
+    windows, labels, n_written = training_windows(tokenizer, spec, seed)
     phase("load_and_tokenize")
     log(f"encoding {len(windows)} training windows from {len(training_documents())} documents")
     inputs, cached = demo_cache.layer_inputs(model, windows, source, demo_cache.CACHE)
@@ -138,8 +133,6 @@ def train_head(
     if cached:
         log(f"the frozen layers' outputs read from {demo_cache.CACHE} (same encoder and ids)")
     log(f"training the last layer (lr {LAYER_LR}) + pooler + classifier")
-    written_docs = written.documents("train", written.LANGUAGES)
-    n_written = len(training_windows_of(tokenizer, spec, seed, written_docs)[0])
     extra = WRITTEN_REPEAT - 1
     fit_inputs = [*inputs, *inputs[len(inputs) - n_written :] * extra]
     fit_labels = np.concatenate([labels, np.tile(labels[len(labels) - n_written :], extra)])
