@@ -1,16 +1,12 @@
-"""Sizing: what a deployment of docq needs around its GPUs, measured with docq's own code.
-
-    python -m bench.sizing redis     one Redis under docq's calls: its CPU and memory a document
-    python -m bench.sizing uploads   Redis bytes a queued scanned page; the API's RSS per upload
-    python -m bench.sizing manifest  a manifest job's Redis footprint and its first result
-
-Each prints one table and writes its figures as JSON (`--out`), with the command, the date
-and how busy the machine was. The Redis figures come from INFO (`used_memory`) and MEMORY
-USAGE, read here once for all three.
+"""Sizing: what a deployment of docq needs around its GPUs, measured with docq's own code
+(`python -m bench.sizing redis|uploads|manifest`). Each tool prints one table and writes its
+figures as JSON (`--out`) with the command, the date and how busy the machine was; the Redis
+figures come from INFO and MEMORY USAGE, read here for all three.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -60,3 +56,25 @@ def write(title: str, rows: Rows, run: dict[str, Any], out: Path | None) -> None
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(run, indent=1, default=str) + "\n")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """`python -m bench.sizing TOOL [options] [--out FILE]`: runs one tool; its figures."""
+    from bench.sizing import manifest, redis_load, uploads  # they import the helpers above
+
+    tools = {
+        "redis": (redis_load, "one Redis under docq's calls: its CPU and memory a document"),
+        "uploads": (uploads, "Redis bytes a queued scanned page; the API's peak RSS per upload"),
+        "manifest": (manifest, "a manifest job's Redis footprint, its 202 and its first result"),
+    }
+    p = argparse.ArgumentParser(prog="python -m bench.sizing", description=__doc__)
+    subparsers = p.add_subparsers(dest="tool", required=True)
+    for name, (tool, help_) in tools.items():
+        sub = subparsers.add_parser(name, help=help_, description=tool.__doc__)
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+        tool.add_arguments(sub)
+        sub.add_argument("--out", type=Path, help="write the run's figures here as JSON")
+    args = p.parse_args(argv)
+    title, rows, run = tools[args.tool][0].run(args, record(argv))
+    write(title, rows, run, args.out)
+    return run

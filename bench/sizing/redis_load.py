@@ -58,7 +58,7 @@ EIGHT_GPUS_DOCS_PER_S = 5600
 SHOWN = (
     "wall_s", "jobs", "documents", "incomplete_jobs", "docs_per_s", "redis_cpu_s",
     "redis_utilisation", "redis_cpu_ms_per_doc", "redis_saturation_docs_per_s",
-    "over_eight_gpus", "clients_cpu_s", "clients_cores_busy", "limited_by",
+    "over_eight_gpus", "clients_cpu_s", "clients_cores_busy",
 )  # fmt: skip
 
 
@@ -253,14 +253,14 @@ def summarise(
     args: argparse.Namespace, head: dict[str, Any], run: dict[str, Any], mem: dict[str, Any]
 ) -> dict[str, Any]:
     """The load's figures: documents/s, redis-server's CPU per document and the rate at
-    which it would fill its core, what limited the run."""
+    which it would fill its core."""
     settings = Settings()  # what each Side is made of (DOCQ_* as set), for the record
     samples = sorted(run["samples"], key=lambda s: s["client"])
     docs = sum(s["documents"] for s in samples)
     wall, redis_cpu = run["wall_s"], run["cpu_s"]["redis"]
     clients_cpu = round(sum(v for k, v in run["cpu_s"].items() if k != "redis"), 2)
     saturation = docs / redis_cpu if redis_cpu else None
-    out = {
+    return {
         **head,
         "redis_version": run["redis_version"],
         "clients": args.clients,
@@ -286,23 +286,6 @@ def summarise(
         "cpu_s": run["cpu_s"],
         "samples": samples,
     }
-    out["limited_by"] = limit(out)
-    return out
-
-
-def limit(s: dict[str, Any]) -> str:
-    """What held the rate back: Redis's core, the clients' CPU (all cores busy), or neither
-    (the clients waited on Redis's answers: each write is fsynced before it is answered)."""
-    if s["redis_utilisation"] >= 0.9:
-        return "Redis (one core busy)"
-    busy = s["redis_utilisation"] + s["clients_cores_busy"]
-    if busy >= 0.9 * s["cpu_count"]:
-        return "the cores (clients and Redis share them)"
-    if busy + s["loadavg_1m_before"] >= 0.9 * s["cpu_count"]:
-        return f"the cores, shared with other work (load average {s['loadavg_1m_before']:.1f})"
-    if s["clients_cores_busy"] >= 0.9 * s["clients"]:
-        return "the clients' CPU"
-    return "neither CPU: the clients waited on Redis's answers (appendfsync always)"
 
 
 def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict[str, Any]]:

@@ -9,8 +9,7 @@ own process, a directory blob store) with no extract worker, so every file stays
 2. The API's peak RSS (VmHWM of its process) during one multipart upload of `--sizes-mb`
    of PDFs (4 MB each: a one-page PDF with a scan of incompressible noise; the same bytes
    under every name), each size on a fresh API process, the body streamed by the client
-   in 1 MiB chunks (never held whole on either side), and the RSS of the same process
-   before it.
+   (never held whole on either side), and the RSS of the same process before it.
 
     python -m bench.sizing uploads --scans 1000 --sizes-mb 256,1024,2048 \\
         --out bench/runs/blob-store-cpu-DATE.json
@@ -19,12 +18,12 @@ own process, a directory blob store) with no extract worker, so every file stays
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import subprocess
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -95,24 +94,10 @@ def rss_kib(pid: int) -> dict[str, int]:
     return {k: int(fields[k].split()[0]) for k in ("VmRSS", "VmHWM")}
 
 
-def post(url: str, headers: dict[str, str], parts: Iterator[tuple[str, str, bytes]]) -> None:
-    """One multipart/form-data upload, streamed part by part in chunks of at most 1 MiB."""
-    boundary = uuid.uuid4().hex
-
-    def body() -> Iterator[bytes]:
-        for name, ctype, data in parts:
-            yield (
-                f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
-                f'filename="{name}"\r\nContent-Type: {ctype}\r\n\r\n'
-            ).encode()
-            for i in range(0, len(data), MB):
-                yield data[i : i + MB]
-            yield b"\r\n"
-        yield f"--{boundary}--\r\n".encode()
-
-    ctype = f"multipart/form-data; boundary={boundary}"
-    headers = {**headers, "content-type": ctype}
-    httpx.post(f"{url}/v1/jobs", content=body(), headers=headers, timeout=3600).raise_for_status()
+def post(url: str, headers: dict[str, str], parts: Iterable[tuple[str, str, bytes]]) -> None:
+    """One multipart/form-data upload, which httpx streams part by part from the files."""
+    files = [("files", (name, io.BytesIO(data), ctype)) for name, ctype, data in parts]
+    httpx.post(f"{url}/v1/jobs", files=files, headers=headers, timeout=3600).raise_for_status()
 
 
 def per_page(st: Stack, n: int) -> dict[str, Any]:
@@ -151,7 +136,7 @@ def peak_rss(st: Stack, work: Path, size_mb: int) -> dict[str, Any]:
     env["DOCQ_MAX_STORED_UPLOAD_BYTES"] = str((size_mb + 64) * MB)
     with api_process(env, work / f"api-{size_mb}.log") as (url, pid):
         warm = [("warm.pdf", "application/pdf", scanned_pdf(MB))]
-        post(url, st.headers, iter(warm))
+        post(url, st.headers, warm)
         idle = rss_kib(pid)
         started = time.monotonic()
         post(url, st.headers, ((f"f{i}.pdf", "application/pdf", pdf_bytes) for i in range(files)))

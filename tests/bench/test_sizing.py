@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sizing.__main__ import main
+from bench.sizing import main
 from devstack.services import redis_server
 from docq import keys
 from docq.jobs import JobStatus
