@@ -208,29 +208,19 @@ class Client(HttpUser):
         if job_id is None:
             self.fire("JOB", job, start, f"upload refused {UPLOAD_ATTEMPTS} times")
             return
+        # An error answer is a failure in Locust's statistics and ends the task here.
         status = "queued"
         while status in ("queued", "running"):
             time.sleep(POLL_S)
-            with self.client.get(
-                f"/v1/jobs/{job_id}", name="/v1/jobs/[id]", catch_response=True
-            ) as resp:
-                if resp.status_code != 200:
-                    resp.failure(f"status answered {resp.status_code}")
-                    return
-                status = resp.json()["status"]
+            status = self.client.get(f"/v1/jobs/{job_id}", name="/v1/jobs/[id]").json()["status"]
         cursor: str | None = "0"
         results = 0
         while cursor is not None:
-            with self.client.get(
+            page = self.client.get(
                 f"/v1/jobs/{job_id}/results",
                 params={"limit": 100, "cursor": cursor},
                 name="/v1/jobs/[id]/results",
-                catch_response=True,
-            ) as resp:
-                if resp.status_code != 200:
-                    resp.failure(f"results answered {resp.status_code}")
-                    return
-                page = resp.json()
+            ).json()
             results += len(page["data"])
             cursor = page["next_cursor"]
         ok = status == "succeeded" and results == documents
