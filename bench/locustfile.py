@@ -86,23 +86,16 @@ def summarize(stats: RequestStats) -> dict[str, Any]:
     """Locust's statistics as {"endpoints", "jobs", "requests", "failures", ...}: the API's
     endpoints apart from the JOB entries (upload to last result, not one request) and the
     count of 429s the clients obeyed (their answers are in POST /v1/jobs too)."""
-    endpoints: dict[str, Any] = {}
-    jobs: dict[str, Any] = {}
-    refused = 0
-    for (name, method), entry in sorted(stats.entries.items()):
-        if method == "REFUSED":
-            refused += entry.num_requests
-        elif method == "JOB":
-            jobs[name] = _entry(entry)
-        else:
-            endpoints[f"{method} {name}"] = _entry(entry)
+    entries = sorted(stats.entries.items())
+    api = {f"{m} {n}": _entry(e) for (n, m), e in entries if m not in ("JOB", "REFUSED")}
+    jobs = {n: _entry(e) for (n, m), e in entries if m == "JOB"}
     return {
-        "endpoints": endpoints,
+        "endpoints": api,
         "jobs": jobs,
-        "requests": sum(e["requests"] for e in endpoints.values()),
-        "failures": sum(e["failures"] for e in endpoints.values()),
+        "requests": sum(e["requests"] for e in api.values()),
+        "failures": sum(e["failures"] for e in api.values()),
         "job_failures": sum(e["failures"] for e in jobs.values()),
-        "uploads_refused_429": refused,
+        "uploads_refused_429": sum(e.num_requests for (_, m), e in entries if m == "REFUSED"),
     }
 
 
