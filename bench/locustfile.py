@@ -6,12 +6,10 @@ the JOB entries and the failure count as JSON (`--out`, bench/results/load.json)
     make load LOAD_ARGS="-u 5 -t 20s --out /tmp/load.json"   # a rehearsal
 
 Two tenants, TENANTS: users take them in turn, so half the users are each tenant's. Their
-keys come from DOCQ_LOAD_API_KEYS (two keys from `docq keys create`, comma-separated: for
-a docq this machine cannot reach the Redis of), else they are made when the test starts,
-through docq.store.tenants in the Redis of the settings (DOCQ_REDIS_URL, the same
-DOCQ_API_KEY_SECRET as the API; `make up`'s defaults need neither), and revoked when it
-stops. The two tenants' names hash to different bulk lanes (docq/queue.py), so the test
-also exercises the fairness between them.
+keys are made when the test starts, through docq.store.tenants in the Redis of the settings
+(DOCQ_REDIS_URL, the same DOCQ_API_KEY_SECRET as the API; `make up`'s defaults need
+neither), and revoked when it stops. The two tenants' names hash to different bulk lanes
+(docq/queue.py), so the test also exercises the fairness between them.
 
 Each simulated client uploads a job of synthetic business documents: mostly small ones
 (SMALL_JOB documents: the small-job lane), and some bulk ones (BULK_JOB), polls it to the
@@ -26,7 +24,7 @@ percentiles are Locust's own, as its CSV writes them (two significant digits); L
 
 Locust imports this file with bench/ first on sys.path, where bench/corpus.py hides the
 `corpus` package: docq's modules are imported once the test starts, not at the top. Like
-the rest of bench/, this file is not part of docq and reads its environment directly.
+the rest of bench/, this file is not part of docq.
 """
 
 from __future__ import annotations
@@ -54,7 +52,7 @@ OUT = Path(__file__).resolve().parent / "results" / "load.json"
 
 CORPUS: list[dict[str, str]] = []  # 500 documents, written when the test starts
 _keys: dict[str, str] = {}  # tenant -> API key
-_made: list[str] = []  # ids of the keys this run made, revoked at the end
+_made: list[str] = []  # ids of the keys made, revoked at the end
 _turn = itertools.count()
 _started: list[datetime] = []
 
@@ -110,12 +108,6 @@ def _start(environment: Environment, **_: Any) -> None:
 
     _started.append(datetime.now(UTC))
     CORPUS.extend({"id": d.id, "text": d.text} for d in generate(500, seed=4321))
-    given = [k.strip() for k in os.environ.get("DOCQ_LOAD_API_KEYS", "").split(",") if k.strip()]
-    if given:
-        if len(given) != len(TENANTS):
-            raise SystemExit(f"DOCQ_LOAD_API_KEYS: {len(TENANTS)} keys, one per tenant")
-        _keys.update(zip(TENANTS, given, strict=True))
-        return
     tenants = _tenants()
     for tenant in TENANTS:
         record, key = tenants.create_key(tenant)
@@ -125,10 +117,9 @@ def _start(environment: Environment, **_: Any) -> None:
 
 @events.test_stop.add_listener
 def _stop(environment: Environment, **_: Any) -> None:
-    if _made:
-        tenants = _tenants()
-        for key_id in _made:
-            tenants.revoke_key(key_id)
+    tenants = _tenants()
+    for key_id in _made:
+        tenants.revoke_key(key_id)
     options = environment.parsed_options
     if options is None:  # Locust as a library, no run of `make load`
         return
