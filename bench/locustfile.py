@@ -67,6 +67,8 @@ def _tenants() -> Any:
 
 
 def _entry(e: StatsEntry) -> dict[str, Any]:
+    """One entry of Locust's statistics, its percentiles as Locust's CSV writes them."""
+
     def ms(q: float) -> float | None:
         return float(int(e.get_response_time_percentile(q) or 0)) if e.num_requests else None
 
