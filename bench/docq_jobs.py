@@ -3,7 +3,6 @@ them (one bulk upload timed to `succeeded`, and latency probes while bulk jobs r
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 import time
@@ -12,9 +11,11 @@ from typing import Any
 
 import httpx
 
-from bench.measure import percentile, start_profiles, worker_batches
+from bench.measure import percentile, worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
+
+JSON = {"content-type": "application/json"}  # a body encoded once, sent as it is
 
 
 def wait_job(
@@ -34,7 +35,7 @@ def wait_job(
 def submit(http: httpx.Client, docs: Sequence[LabelledDocument]) -> tuple[str, float]:
     body = json.dumps({"documents": [{"id": d.id, "text": d.text} for d in docs]}).encode()
     t = time.perf_counter()
-    resp = http.post("/v1/jobs", content=body, headers={"content-type": "application/json"})
+    resp = http.post("/v1/jobs", content=body, headers=JSON)
     resp.raise_for_status()
     return resp.json()["id"], (time.perf_counter() - t) * 1000
 
@@ -58,22 +59,16 @@ def all_results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def run_docq(
-    stack: Stack, docs: Sequence[LabelledDocument], profile_s: float = 0
-) -> dict[str, Any]:
-    """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`;
-    with `profile_s`, py-spy samples the first bulk worker and Triton meanwhile."""
+def run_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
+    """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`."""
     http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120)
     before = worker_batches(stack.bulk_ports)
     meter = stack.meter()
     meter.start()
     t0 = time.perf_counter()
     job_id, accept_ms = submit(http, docs)
-    profilers = start_profiles(stack, profile_s) if profile_s else []
     job = wait_job(http, job_id, 0.25)
     elapsed = time.perf_counter() - t0
-    for proc in profilers:
-        proc.wait()
     after = worker_batches(stack.bulk_ports)
     sent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
     results = sum(1 for r in all_results(http, job_id) if "label" in r)
@@ -98,39 +93,34 @@ def run_docq(
     }
 
 
+ACCEPT_UPLOADS = 200  # 1,000-document uploads the acceptance probe times
+ACCEPT_EVERY_S = 0.5  # between two of them
+SMALL_EVERY_S = 2.0  # between two 3-document jobs
+
+
 def run_probes(
-    stack: Stack,
-    background: Sequence[LabelledDocument],
-    small: Sequence[LabelledDocument],
-    args: argparse.Namespace,
+    stack: Stack, background: Sequence[LabelledDocument], small: Sequence[LabelledDocument]
 ) -> dict[str, Any]:
-    """Latency while bulk jobs run: `args.accept_uploads` 1,000-document uploads (acceptance;
-    each cancelled at once, so it adds no work) and 3-document jobs (upload to `succeeded`).
+    """Latency while bulk jobs run: ACCEPT_UPLOADS 1,000-document uploads (acceptance; each
+    cancelled at once, so it adds no work) and 3-document jobs (upload to `succeeded`).
     A new bulk job of `background` starts whenever the last one ends, until enough uploads
     were timed; the one still running then is cancelled."""
     http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120)
-    accept_body = json.dumps(
-        {
-            "documents": [
-                {"id": f"a{i}", "text": background[i % len(background)].text} for i in range(1000)
-            ]
-        }
-    ).encode()
+    thousand = [{"id": f"a{i}", "text": background[i % len(background)].text} for i in range(1000)]
+    accept_body = json.dumps({"documents": thousand}).encode()
     running = threading.Event()
     accept_ms: list[float] = []
     small_s: list[float] = []
 
     def accept_probe() -> None:
         with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as c:
-            while running.is_set() and len(accept_ms) < args.accept_uploads:
+            while running.is_set() and len(accept_ms) < ACCEPT_UPLOADS:
                 t = time.perf_counter()
-                r = c.post(
-                    "/v1/jobs", content=accept_body, headers={"content-type": "application/json"}
-                )
+                r = c.post("/v1/jobs", content=accept_body, headers=JSON)
                 accept_ms.append((time.perf_counter() - t) * 1000)
                 r.raise_for_status()
                 c.delete(f"/v1/jobs/{r.json()['id']}")  # acceptance only: skip the work
-                time.sleep(args.accept_every)
+                time.sleep(ACCEPT_EVERY_S)
 
     def small_probe() -> None:
         with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as c:
@@ -139,11 +129,10 @@ def run_probes(
                 batch = [small[(i + k) % len(small)] for k in range(3)]
                 i += 3
                 t = time.perf_counter()  # from the upload to the result
-                job_id, _ = submit(c, batch)
-                job = wait_job(c, job_id, 0.02)
+                job = wait_job(c, submit(c, batch)[0], 0.02)
                 if job["status"] == "succeeded" and running.is_set():
                     small_s.append(time.perf_counter() - t)
-                time.sleep(args.small_every)
+                time.sleep(SMALL_EVERY_S)
 
     bulk_id, _ = submit(http, background)
     bulk_jobs = 1
@@ -153,7 +142,7 @@ def run_probes(
     probes = [threading.Thread(target=accept_probe), threading.Thread(target=small_probe)]
     for p in probes:
         p.start()
-    while len(accept_ms) < args.accept_uploads and probes[0].is_alive():
+    while len(accept_ms) < ACCEPT_UPLOADS and probes[0].is_alive():
         if http.get(f"/v1/jobs/{bulk_id}").json()["status"] in ("succeeded", "failed"):
             bulk_id, _ = submit(http, background)
             bulk_jobs += 1

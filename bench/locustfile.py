@@ -1,19 +1,15 @@
-"""Locust load test against a running docq (`make up`): two tenants upload, poll and read
-results.
+"""`make load`, the load run of issue 11: Locust headless against a running docq (`make up`),
+two tenants uploading, polling and reading results; writes the API's p50/p99 per endpoint,
+the JOB entries and the failure count as JSON (`--out`, bench/results/load.json).
 
-    .venv/bin/locust -f bench/locustfile.py --headless -u 4 -r 1 -t 60s \\
-        --host http://127.0.0.1:8080
-
-`python -m bench.load` runs it headless (100 users, 3 minutes) and writes the API's
-latencies per endpoint to bench/load.json.
+    make load                                                # 100 users, 3 minutes
+    make load LOAD_ARGS="-u 5 -t 20s --out /tmp/load.json"   # a rehearsal
 
 Two tenants, TENANTS: users take them in turn, so half the users are each tenant's. Their
-keys come from DOCQ_LOAD_API_KEYS (two keys from `docq keys create`, comma-separated: for
-a docq this machine cannot reach the Redis of), else they are made when the test starts,
-through docq.store.tenants in the Redis of the settings (DOCQ_REDIS_URL, the same
-DOCQ_API_KEY_SECRET as the API; `make up`'s defaults need neither), and revoked when it
-stops. The two tenants' names hash to different bulk lanes (docq/queue.py), so the test
-also exercises the fairness between them.
+keys are made when the test starts, through docq.store.tenants in the Redis of the settings
+(DOCQ_REDIS_URL, the same DOCQ_API_KEY_SECRET as the API; `make up`'s defaults need
+neither), and revoked when it stops. The two tenants' names hash to different bulk lanes
+(docq/queue.py), so the test also exercises the fairness between them.
 
 Each simulated client uploads a job of synthetic business documents: mostly small ones
 (SMALL_JOB documents: the small-job lane), and some bulk ones (BULK_JOB), polls it to the
@@ -22,34 +18,43 @@ JOB entry per tenant and size with the time from upload to the last result. A jo
 running when the test ends is not counted; an answer other than the expected one is a
 failure, except a 429 on upload: the API's backpressure (max_parsing_uploads, the tenant
 limits) asks the client to come back after Retry-After, which it does (up to
-UPLOAD_ATTEMPTS times), and each is counted apart as a REFUSED entry.
+UPLOAD_ATTEMPTS times), and each is counted apart as a REFUSED entry. The JSON's
+percentiles are Locust's own, as its CSV writes them (two significant digits); Locust exits
+1 when any request or job failed, so a script can gate on it.
 
-Like the rest of bench/, this file is not part of docq and reads its environment directly.
+Locust imports this file with bench/ first on sys.path, where bench/corpus.py hides the
+`corpus` package: docq's modules are imported once the test starts, not at the top. Like
+the rest of bench/, this file is not part of docq.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import platform
 import random
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from locust import HttpUser, between, events, task
 from locust.env import Environment
-
-from corpus.doc_type import generate
+from locust.stats import RequestStats, StatsEntry
 
 TENANTS = ("load-a", "load-b")
 SMALL_JOB = 8  # documents: at most DOCQ_SMALL_JOB_MAX_DOCUMENTS, so the small-job lane
 BULK_JOB = 50  # documents: the tenant's bulk lane
 POLL_S = 1.0
 UPLOAD_ATTEMPTS = 10  # a 429 (the API's upload or tenant limits) is retried this often
-CORPUS = [{"id": d.id, "text": d.text} for d in generate(500, seed=4321)]
+OUT = Path(__file__).resolve().parent / "results" / "load.json"
 
+CORPUS: list[dict[str, str]] = []  # 500 documents, written when the test starts
 _keys: dict[str, str] = {}  # tenant -> API key
-_made: list[str] = []  # ids of the keys this run made, revoked at the end
+_made: list[str] = []  # ids of the keys made, revoked at the end
 _turn = itertools.count()
+_started: list[datetime] = []
 
 
 def _tenants() -> Any:
@@ -61,14 +66,50 @@ def _tenants() -> Any:
     return Tenants(connection.connect(s.redis_url), secret=s.api_key_secret)
 
 
+def _entry(e: StatsEntry) -> dict[str, Any]:
+    """One entry of Locust's statistics, its percentiles as Locust's CSV writes them."""
+
+    def ms(q: float) -> float | None:
+        return float(int(e.get_response_time_percentile(q) or 0)) if e.num_requests else None
+
+    return {
+        "requests": e.num_requests,
+        "failures": e.num_failures,
+        "p50_ms": ms(0.5),
+        "p99_ms": ms(0.99),
+        "max_ms": e.max_response_time if e.num_requests else None,
+        "requests_per_s": e.total_rps,
+    }
+
+
+def summarize(stats: RequestStats) -> dict[str, Any]:
+    """Locust's statistics as {"endpoints", "jobs", "requests", "failures", ...}: the API's
+    endpoints apart from the JOB entries (upload to last result, not one request) and the
+    count of 429s the clients obeyed (their answers are in POST /v1/jobs too)."""
+    entries = sorted(stats.entries.items())
+    api = {f"{m} {n}": _entry(e) for (n, m), e in entries if m not in ("JOB", "REFUSED")}
+    jobs = {n: _entry(e) for (n, m), e in entries if m == "JOB"}
+    return {
+        "endpoints": api,
+        "jobs": jobs,
+        "requests": sum(e["requests"] for e in api.values()),
+        "failures": sum(e["failures"] for e in api.values()),
+        "job_failures": sum(e["failures"] for e in jobs.values()),
+        "uploads_refused_429": sum(e.num_requests for (_, m), e in entries if m == "REFUSED"),
+    }
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser: Any) -> None:
+    parser.add_argument("--out", type=Path, default=OUT, help="the run's JSON summary")
+
+
 @events.test_start.add_listener
-def _make_keys(environment: Environment, **_: Any) -> None:
-    given = [k.strip() for k in os.environ.get("DOCQ_LOAD_API_KEYS", "").split(",") if k.strip()]
-    if given:
-        if len(given) != len(TENANTS):
-            raise SystemExit(f"DOCQ_LOAD_API_KEYS: {len(TENANTS)} keys, one per tenant")
-        _keys.update(zip(TENANTS, given, strict=True))
-        return
+def _start(environment: Environment, **_: Any) -> None:
+    from corpus.doc_type import generate
+
+    _started.append(datetime.now(UTC))
+    CORPUS.extend({"id": d.id, "text": d.text} for d in generate(500, seed=4321))
     tenants = _tenants()
     for tenant in TENANTS:
         record, key = tenants.create_key(tenant)
@@ -77,11 +118,27 @@ def _make_keys(environment: Environment, **_: Any) -> None:
 
 
 @events.test_stop.add_listener
-def _revoke_keys(environment: Environment, **_: Any) -> None:
-    if _made:
-        tenants = _tenants()
-        for key_id in _made:
-            tenants.revoke_key(key_id)
+def _stop(environment: Environment, **_: Any) -> None:
+    tenants = _tenants()
+    for key_id in _made:
+        tenants.revoke_key(key_id)
+    options = environment.parsed_options
+    if options is None:  # Locust as a library, no run of `make load`
+        return
+    report = {
+        "what": "Locust against `make up`: two tenants uploading, polling and reading results "
+        "(bench/locustfile.py)",
+        "started_at": _started[0].isoformat(timespec="seconds"),
+        "host": environment.host,
+        "users": options.num_users,
+        "spawn_rate": options.spawn_rate,
+        "run_time_s": options.run_time,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        **summarize(environment.stats),
+    }
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    options.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"written to {options.out}")
 
 
 class Client(HttpUser):
@@ -101,24 +158,31 @@ class Client(HttpUser):
     def bulk_job(self) -> None:
         self.classify(BULK_JOB)
 
+    def fire(self, kind: str, name: str, start: float, error: str | None = None) -> None:
+        """A custom entry of Locust's statistics: a JOB (upload to its last result) or a
+        REFUSED upload, timed from `start` (perf_counter)."""
+        events.request.fire(
+            request_type=kind,
+            name=name,
+            response_time=(time.perf_counter() - start) * 1000,
+            response_length=0,
+            exception=None if error is None else RuntimeError(error),
+            context={},
+        )
+
     def classify(self, documents: int) -> None:
         docs = random.sample(CORPUS, documents)
+        job = f"{documents} documents to results ({self.tenant})"
         start = time.perf_counter()
         job_id = None
         for _ in range(UPLOAD_ATTEMPTS):
+            sent = time.perf_counter()
             with self.client.post(
                 "/v1/jobs", json={"documents": docs}, catch_response=True
             ) as resp:
                 if resp.status_code == 429:  # backpressure, as designed: obey Retry-After
                     resp.success()
-                    events.request.fire(
-                        request_type="REFUSED",
-                        name="429 upload, retried after Retry-After",
-                        response_time=resp.elapsed.total_seconds() * 1000,
-                        response_length=0,
-                        exception=None,
-                        context={},
-                    )
+                    self.fire("REFUSED", "429 upload, retried after Retry-After", sent)
                     retry_after = float(resp.headers.get("Retry-After", "1"))
                 elif resp.status_code != 202:
                     resp.failure(f"upload answered {resp.status_code}: {resp.text[:200]}")
@@ -128,46 +192,22 @@ class Client(HttpUser):
                     break
             time.sleep(retry_after)
         if job_id is None:
-            events.request.fire(
-                request_type="JOB",
-                name=f"{documents} documents to results ({self.tenant})",
-                response_time=(time.perf_counter() - start) * 1000,
-                response_length=0,
-                exception=RuntimeError(f"upload refused {UPLOAD_ATTEMPTS} times"),
-                context={},
-            )
+            self.fire("JOB", job, start, f"upload refused {UPLOAD_ATTEMPTS} times")
             return
+        # An error answer is a failure in Locust's statistics and ends the task here.
         status = "queued"
         while status in ("queued", "running"):
             time.sleep(POLL_S)
-            with self.client.get(
-                f"/v1/jobs/{job_id}", name="/v1/jobs/[id]", catch_response=True
-            ) as resp:
-                if resp.status_code != 200:
-                    resp.failure(f"status answered {resp.status_code}")
-                    return
-                status = resp.json()["status"]
+            status = self.client.get(f"/v1/jobs/{job_id}", name="/v1/jobs/[id]").json()["status"]
         cursor: str | None = "0"
         results = 0
         while cursor is not None:
-            with self.client.get(
+            page = self.client.get(
                 f"/v1/jobs/{job_id}/results",
                 params={"limit": 100, "cursor": cursor},
                 name="/v1/jobs/[id]/results",
-                catch_response=True,
-            ) as resp:
-                if resp.status_code != 200:
-                    resp.failure(f"results answered {resp.status_code}")
-                    return
-                page = resp.json()
+            ).json()
             results += len(page["data"])
             cursor = page["next_cursor"]
         ok = status == "succeeded" and results == documents
-        events.request.fire(
-            request_type="JOB",
-            name=f"{documents} documents to results ({self.tenant})",
-            response_time=(time.perf_counter() - start) * 1000,
-            response_length=results,
-            exception=None if ok else RuntimeError(f"job {job_id}: {status}, {results} results"),
-            context={},
-        )
+        self.fire("JOB", job, start, None if ok else f"job {job_id}: {status}, {results} results")

@@ -42,20 +42,6 @@ def tree(root: int) -> list[int]:
     return out
 
 
-def find(*needles: str) -> int:
-    """The pid of the one process whose command line holds every needle."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if all(n in cmdline for n in needles):
-            return int(entry.name)
-    raise LookupError(f"no process with {needles}")
-
-
 class CpuMeter:
     """CPU seconds used by named process trees between start() and stop()."""
 

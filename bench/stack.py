@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from bench.procs import CpuMeter, find, listener, tree
+from bench.procs import CpuMeter, listener, tree
 from devstack.services import (
     api_server,
     celery_worker,
@@ -95,8 +95,7 @@ class Stack:
         self.triton_url = self._stack.enter_context(
             triton_server(self.repo, self.workdir / "triton.log", env={**os.environ, **models})
         )
-        port = self.triton_url.rsplit(":", 1)[1]
-        self.triton_pid = find("bin/tritonserver", f"--grpc-port={port}")
+        self.triton_pid = listener(int(self.triton_url.rsplit(":", 1)[1]))
         if self.triton_nice is not None:
             for pid in tree(self.triton_pid):
                 os.setpriority(os.PRIO_PROCESS, pid, self.triton_nice)

@@ -4,13 +4,12 @@ per document, as its users drove it."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,11 @@ from bench.report import console
 from corpus.doc_type import LabelledDocument
 from devstack import services
 
+SWEEP_DOCUMENTS = 300  # documents per sweep point; the best then runs every document
+CLIENTS_PER_WORKER = 4  # enough that every worker always has a request waiting
 
-@dataclass(frozen=True)
+
+@dataclasses.dataclass(frozen=True)
 class BaselineConfig:
     """One point of the baseline's sweep: Gunicorn workers, torch threads each, clients."""
 
@@ -87,12 +89,8 @@ def baseline_server(config: BaselineConfig, workdir: Path) -> Iterator[tuple[str
     """The old architecture's server with `config`'s workers and threads; yields its URL
     and the Gunicorn master's pid."""
     threads = str(config.threads)
-    env = {
-        **os.environ,
-        "BASELINE_THREADS": threads,
-        "OMP_NUM_THREADS": threads,
-        "MKL_NUM_THREADS": threads,
-    }
+    names = ("BASELINE_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    env = os.environ | {name: threads for name in names}
     log = workdir / f"baseline-{config.workers}w.log"
     with services.baseline_server(env, log, config.workers) as (url, proc):
         got = httpx.get(f"{url}/threads").json()["torch_threads"]
@@ -109,32 +107,26 @@ def run_baseline_config(
         meter.start()
         result = asyncio.run(drive(url, docs, config.clients, 60.0))
         result["cpu_s"] = meter.stop()
-    return {"workers": config.workers, "threads": config.threads, "clients": config.clients} | (
-        result
-    )
+    return dataclasses.asdict(config) | result
 
 
 def run_baseline(
-    docs: Sequence[LabelledDocument], args: argparse.Namespace, workdir: Path
+    docs: Sequence[LabelledDocument], cores: int, workers: Sequence[int], workdir: Path
 ) -> dict[str, Any]:
-    """The tuned old architecture: the sweep (on the first `args.baseline_sweep_documents`
-    documents, or all of them with 0), then its best configuration on every document.
-
-    Reads from `args`: cores, baseline_workers (a list), baseline_clients_per_worker,
-    baseline_sweep_documents.
-    """
-    configs = baseline_configs(args.cores, args.baseline_workers, args.baseline_clients_per_worker)
-    n = args.baseline_sweep_documents or len(docs)
+    """The tuned old architecture: the sweep over `workers` on the first SWEEP_DOCUMENTS
+    documents, then its best configuration on every document."""
+    configs = baseline_configs(cores, workers, CLIENTS_PER_WORKER)
+    n = min(SWEEP_DOCUMENTS, len(docs))
     sweep = []
     for config in configs:
-        console.print(f"    sweep: {config} on {min(n, len(docs))} documents")
+        console.print(f"    sweep: {config} on {n} documents")
         sweep.append(run_baseline_config(config, docs[:n], workdir))
         console.print(f"      {sweep[-1]['docs_per_s']} documents/s")
     best = max(sweep, key=lambda r: r["docs_per_s"])
-    if n >= len(docs):
+    if n == len(docs):
         full = best
     else:
         chosen = next(c for c in configs if c.workers == best["workers"])
         console.print(f"    best {chosen}: every document")
         full = run_baseline_config(chosen, docs, workdir)
-    return full | {"sweep": sweep, "sweep_documents": min(n, len(docs))}
+    return full | {"sweep": sweep, "sweep_documents": n}
