@@ -1,14 +1,12 @@
 """The serve bench's report: one row per shape (served against the old runtime), the
-targets it is held to, the variants' latencies in alternating rounds, and the table and
-lines it prints."""
+targets it is held to, the in-process reference set beside it, and the table and lines it
+prints."""
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable
 from typing import Any
 
-from bench.gpu.shapes import SHAPES, key
+from bench.gpu.clients import SHAPES, key
 
 TARGETS = {
     "p50_ms_1x512": 2.5,  # (1,512) one at a time, p50 at most
@@ -50,8 +48,8 @@ def against_references(table: list[dict[str, Any]], refs: dict[str, Any]) -> dic
     the reference's best of its request-size call and its 126-row batch."""
     by = {r["shape"]: r for r in table}
     out: dict[str, Any] = {}
-    for name in ("hf-fp16-eager", "compile-max-autotune"):
-        shapes = refs.get(name, {}).get("shapes", {})
+    for name, ref in refs.items():
+        shapes = ref.get("shapes", {})
         row: dict[str, Any] = {}
         if "1x512" in shapes:
             row["p50_1x512_ms"] = shapes["1x512"]["p50_ms"]
@@ -61,10 +59,6 @@ def against_references(table: list[dict[str, Any]], refs: dict[str, Any]) -> dic
             if seq:
                 row[f"best_seq_s_{shape}"] = max(seq)
                 row[f"ratio_{shape}"] = round(by[shape]["seq_s"] / max(seq), 2)
-        if refs.get(name, {}).get("skipped"):
-            row["skipped"] = refs[name]["skipped"]
-        if "compile_s" in refs.get(name, {}):
-            row["compile_s"] = refs[name]["compile_s"]
         out[name] = row
     return out
 
@@ -129,47 +123,7 @@ def show(result: dict[str, Any]) -> None:
         best = {k: max(x["seq_s"] for x in p["sweep"]) for k, p in s.items() if p["sweep"]}
         lat = {k: p["one_at_a_time"]["p50_ms"] for k, p in s.items() if p["one_at_a_time"]}
         console.print(f"variant {v.get('label', v['name'])}: p50 {lat} seq/s {best}")
-    rounds = result.get("latency_rounds")
-    if rounds:
-        console.print(
-            f"{rounds['shape']} p50 in {len(rounds['p50_ms'][rounds['against']])} alternating "
-            f"rounds: median {rounds['median_p50_ms']} ms; each variant's paired difference "
-            f"from {rounds['against']}, median (min..max): "
-            + ", ".join(
-                f"{n} {d['median']:+.3f} ({d['min']:+.3f}..{d['max']:+.3f}) ms"
-                for n, d in rounds["paired_delta_ms"].items()
-            )
-        )
     for name, row in result.get("against_references", {}).items():
         console.print(f"served default against {name} (in-process, same run): {row}")
     for name, check in result.get("parity", {}).items():
         console.print(f"parity {name}: {check}")
-
-
-def latency_rounds(
-    measure: Callable[[str], float], names: list[str], rounds: int, shape: str
-) -> dict[str, Any]:
-    """p50 of every variant in `rounds` rounds, the order reversed each round (a drift of
-    the machine, or the cost of going first, falls on each variant alike), and each
-    variant's difference from the first one's in the same round: its median is the
-    variant's own cost, and its spread says how much of it the machine's noise can be."""
-    p50: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for n in names if r % 2 == 0 else names[::-1]:
-            p50[n].append(measure(n))
-    first = names[0]
-    deltas = {n: [a - b for a, b in zip(p50[n], p50[first], strict=True)] for n in names[1:]}
-    return {
-        "shape": shape,
-        "against": first,
-        "p50_ms": p50,
-        "median_p50_ms": {n: round(statistics.median(v), 3) for n, v in p50.items()},
-        "paired_delta_ms": {
-            n: {
-                "median": round(statistics.median(d), 3),
-                "min": round(min(d), 3),
-                "max": round(max(d), 3),
-            }
-            for n, d in deltas.items()
-        },
-    }
