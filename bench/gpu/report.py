@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -37,15 +36,6 @@ def tree_note() -> str:
     return f"HEAD {head.stdout.decode()}changed from it:\n{status.stdout.decode()}"
 
 
-def cpu_bound_until(points: Sequence[dict[str, Any]], share: float = 0.9) -> int | None:
-    """The fewest workers that reach `share` of the best throughput: below it, adding
-    workers (CPU) adds documents/s; from it on, the GPU sets the pace."""
-    if not points:
-        return None
-    best = max(p["docs_per_s"] for p in points)
-    return min(p["workers"] for p in points if p["docs_per_s"] >= share * best)
-
-
 def summarise(r: dict[str, Any]) -> dict[str, Any]:
     """The headline figures and each target, from the phases that ran."""
     main, ceiling = r.get("docq", {}), r.get("ceiling", {})
@@ -57,7 +47,6 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         "ceiling_docs_per_s": ceiling.get("docs_per_s"),
         "padding_efficiency": main.get("worker_padding_efficiency"),
         "small_job_p95_s": main.get("small_jobs", {}).get("p95_s"),
-        "cpu_bound_until_workers": cpu_bound_until(r.get("scaling", [])),
     }
     if scans := r.get("scans"):  # bench/gpu/scans.py: OCR'd pages through the whole pipeline
         s["scans_docs_per_s"] = scans.get("docs_per_s")
@@ -69,11 +58,6 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         s["work_ratio"] = round(main["computed_tokens"] / ceiling["computed_tokens"], 4)
     if base.get("documents") and "windows" in base:
         s["baseline_windows_per_doc"] = round(base["windows"] / base["documents"], 3)
-    if best := base.get("best"):  # a run saved before the FP16 baseline: one FP32 sweep
-        s["baseline_best_docs_per_s"] = best.get("docs_per_s")
-        s["baseline_best_workers"] = best.get("workers")
-        if main:
-            s["ratio"] = round(main["docs_per_s"] / best["docs_per_s"], 2)
     for precision in ("fp32", "fp16"):  # each precision's best worker count, same run
         best = base.get(precision, {}).get("best", {})
         if not best:
@@ -147,35 +131,6 @@ def show(r: dict[str, Any]) -> None:
             f"p95 {p['latency_p95_s']} s, GPU MiB/worker {p['gpu_mib_per_worker']}",
         )
     console.print(head)
-    scale = Table(title="scaling: bulk worker processes (threads 4 each) on one GPU")
-    for col in (
-        "workers",
-        "docs",
-        "docs/s",
-        "windows/s",
-        "x per doubling",
-        "GPU util %",
-        "worker cores busy",
-        "worker CPU ms/doc",
-        "padding eff.",
-    ):
-        scale.add_column(col, justify="right")
-    prev = None
-    for p in r.get("scaling", []):
-        gain = f"{p['docs_per_s'] / prev:.2f}" if prev else ""
-        prev = p["docs_per_s"]
-        scale.add_row(
-            str(p["workers"]),
-            str(p["documents"]),
-            f"{p['docs_per_s']:.1f}",
-            f"{p['windows_per_s']:.0f}",
-            gain,
-            str(p["gpu"].get("util_mean")),
-            str(p["worker_cores_busy"]),
-            str(p["worker_cpu_ms_per_doc"]),
-            str(p["worker_padding_efficiency"]),
-        )
-    console.print(scale)
     if scans := r.get("scans"):
         console.print(
             f"scans: {scans.get('documents')} documents, {scans.get('pages')} pages in "

@@ -1,5 +1,5 @@
 """The GPU bench's runs on docq's side: the bulk job with small jobs meanwhile, Triton alone
-on worker-like batches, the long upload, and the scaling sweep over bulk workers."""
+on worker-like batches, and the long upload."""
 
 from __future__ import annotations
 
@@ -12,16 +12,8 @@ import httpx
 
 from bench.corpus import windows_of
 from bench.docq_jobs import run_docq, submit, wait_job
-from bench.gpu.measure import (
-    Budget,
-    GpuSampler,
-    gpu_processes,
-    stats_delta,
-    tiers,
-    triton_stats,
-)
+from bench.gpu.measure import GpuSampler, gpu_processes, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
-from bench.gpu.report import console
 from bench.measure import percentile, worker_batches
 from bench.procs import tree
 from bench.stack import Stack
@@ -205,29 +197,3 @@ def upload_long_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str
         "results_after_s": round(done, 2),
         "failed": job["progress"]["documents_failed"],
     }
-
-
-def run_scaling(
-    stack: Stack,
-    docs: Sequence[LabelledDocument],
-    windows: int,
-    counts: Sequence[int],
-    sampler: GpuSampler,
-    budget: Budget,
-) -> list[dict[str, Any]]:
-    """The same documents with fewer and fewer bulk workers."""
-    points: list[dict[str, Any]] = []
-    for n in sorted(counts, reverse=True):
-        rate = points[-1]["docs_per_s"] * n / points[-1]["workers"] if points else 100.0
-        if not budget.allows(15 + len(docs) / max(rate, 1.0), f"scaling point {n} workers"):
-            break
-        stack.keep_workers(n)
-        if stack.bulk_workers < n:
-            stack.add_workers(n - stack.bulk_workers)
-        point = run_bulk(stack, docs, windows, sampler)
-        points.append(point)
-        console.print(
-            f"  {n} workers: {point['docs_per_s']} docs/s, GPU {point['gpu'].get('util_mean')}%,"
-            f" workers {point['worker_cores_busy']} cores"
-        )
-    return sorted(points, key=lambda p: p["workers"])
