@@ -21,7 +21,7 @@ and writes the JSON to --out.
 
 Its parts: the model and its variants (model.py), the requests and the clients that measure
 the server (clients.py), the old runtime and the other in-process reference
-(references.py), the report (serve_report.py); the server is devstack's `triton_server`, as
+(references.py), the report (report.py); the server is devstack's `triton_server`, as
 the tests start it.
 
     # on the H200 (docs/performance.md has the exact command):
@@ -47,8 +47,7 @@ from bench.gpu.clients import SHAPES, VARIANT_SHAPES, Load, key, one_at_a_time, 
 from bench.gpu.measure import triton_stats
 from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.references import hf_fp16_eager, old_runtime
-from bench.gpu.report import tree_note
-from bench.gpu.serve_report import against_references, show, summarise, targets
+from bench.gpu.report import against_references, serve_table, serve_targets, show_serve, tree_note
 from devstack.services import LoadFailed, triton_server
 
 # Requests in flight per level. A model of max_batch_size B is saturated only when more
@@ -196,13 +195,13 @@ def main() -> None:
     finally:
         load.close()
         shutil.rmtree(work, ignore_errors=True)
-    result["table"] = summarise(result)
-    result["targets"] = targets(result["table"])
+    result["table"] = serve_table(result)
+    result["targets"] = serve_targets(result["table"])
     if "references" in result:
         result["against_references"] = against_references(result["table"], result["references"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    show(result)
+    show_serve(result)
 
 
 if __name__ == "__main__":

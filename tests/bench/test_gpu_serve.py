@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu import clients, serve, serve_report
+from bench.gpu import clients, report, serve
 from bench.gpu.model import DEFAULT, MAX_LEN, PARAM, Variant, publish_variant
 from conversion.defaults import TORCH_GPU
 
@@ -67,19 +67,19 @@ def _result(seq_s: dict[str, float], p50_ms: float, old_seq_s: float) -> dict:
 
 def test_the_report_takes_each_shapes_best_level_against_the_old_runtime() -> None:
     seq_s = {"1x256": 900.0, "1x512": 500.0, "2x512": 1500.0, "7x512": 1750.0, "7x512p": 1700.0}
-    table = serve_report.summarise(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
+    table = report.serve_table(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
     by = {row["shape"]: row for row in table}
     assert list(by) == [clients.key(s) for s in clients.SHAPES]
     assert by["2x512"]["seq_s"] == 1500.0 and by["2x512"]["in_flight"] == 16
     assert by["2x512"]["ratio"] == 15.0 and by["7x512p"]["old_seq_s"] == 100.0
-    got = serve_report.targets(table)
+    got = report.serve_targets(table)
     assert {k: t["met"] for k, t in got.items()} == {
         "p50_ms_1x512": True,
         "seq_s_7x512": True,
         "ratio_2x512": True,
         "tokens_7x512p_over_full": False,  # 1700 x 3379 real tokens < 1750 x 3584
     }
-    slow = serve_report.targets(serve_report.summarise(_result(seq_s, 3.0, 200.0)))
+    slow = report.serve_targets(report.serve_table(_result(seq_s, 3.0, 200.0)))
     assert not slow["p50_ms_1x512"]["met"] and not slow["ratio_2x512"]["met"]
 
 
@@ -90,11 +90,11 @@ def test_a_variant_that_failed_to_load_is_reported_and_the_next_one_summarised(
     result = _result(seq_s, p50_ms=2.0, old_seq_s=100.0)
     result["variants"] = [{"name": "cudnn", "overrides": {}}, *result["variants"]]
     result["load_failed"] = {"cudnn": "Internal: AcceleratorError: capture invalidated\nAt: ..."}
-    result["table"] = serve_report.summarise(result)  # the served "d", not the failed first
-    result["targets"] = serve_report.targets(result["table"])
+    result["table"] = report.serve_table(result)  # the served "d", not the failed first
+    result["targets"] = report.serve_targets(result["table"])
     result["device"] = "NVIDIA H200"
     assert result["table"][2]["seq_s"] == 1500.0
-    serve_report.show(result)
+    report.show_serve(result)
     assert "variant cudnn not served, failed to load: Internal: AcceleratorError" in (
         capsys.readouterr().out
     )
@@ -102,7 +102,7 @@ def test_a_variant_that_failed_to_load_is_reported_and_the_next_one_summarised(
 
 def test_the_served_default_is_set_against_each_in_process_reference() -> None:
     seq_s = {"1x256": 900.0, "1x512": 500.0, "2x512": 1500.0, "7x512": 1750.0, "7x512p": 1700.0}
-    table = serve_report.summarise(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
+    table = report.serve_table(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
     refs = {
         "hf-fp16-eager": {"shapes": {"1x512": {"p50_ms": 3.0, "seq_s": 333.3},
                                      "2x512": {"p50_ms": 4.0, "seq_s": 500.0},
@@ -110,7 +110,7 @@ def test_the_served_default_is_set_against_each_in_process_reference() -> None:
                                      "126x512": {"p50_ms": 90.0, "seq_s": 1400.0}}},
         "partial": {"shapes": {"1x512": {"p50_ms": 2.5, "seq_s": 400.0}}},
     }  # fmt: skip
-    got = serve_report.against_references(table, refs)
+    got = report.against_references(table, refs)
     hf = got["hf-fp16-eager"]
     assert hf["latency_1x512_ratio"] == 1.5  # 3.0 ms in-process against 2.0 served
     assert hf["best_seq_s_7x512"] == 1400.0 and hf["ratio_7x512"] == 1.25  # its best batch
