@@ -151,6 +151,26 @@ class Load:
         self.pool.terminate()
 
 
+def time_calls(call: Any, sync: Any, repeat: int, warm: int = 3, warm_s: float = 0) -> dict:
+    """p50, p95 and samples (ms) of `repeat` calls, after `warm` calls and `warm_s` seconds."""
+    start, calls = time.perf_counter(), 0
+    while calls < warm or time.perf_counter() - start < warm_s:
+        call()
+        calls += 1
+    sync()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        call()
+        sync()
+        times.append((time.perf_counter() - t) * 1000)
+    return {
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(float(np.percentile(times, 95)), 3),
+        "samples_ms": [round(x, 3) for x in times],
+    }
+
+
 def one_at_a_time(url: str, model: str, shape: Shape, n: int) -> dict[str, Any]:
     """p50/p95 of `n` requests of `shape`, one after the other, after a checked first answer
     and ten unmeasured ones."""
@@ -159,18 +179,7 @@ def one_at_a_time(url: str, model: str, shape: Shape, n: int) -> dict[str, Any]:
     logits = client.infer(model, inputs).as_numpy("logits")
     if logits is None or logits.shape != (shape[0], len(LABELS)) or not np.isfinite(logits).all():
         raise RuntimeError(f"{model} answered {shape} with logits {logits!r}")
-    for _ in range(10):
-        client.infer(model, inputs)
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        client.infer(model, inputs)
-        times.append((time.perf_counter() - t) * 1000)
-    return {
-        "p50_ms": round(statistics.median(times), 3),
-        "p95_ms": round(float(np.percentile(times, 95)), 3),
-        "samples_ms": [round(t, 3) for t in times],
-    }
+    return time_calls(lambda: client.infer(model, inputs), lambda: None, n, warm=10)
 
 
 def sweep(

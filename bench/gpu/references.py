@@ -16,35 +16,14 @@ compiled past its 180 s deadline at every shape; docs/performance.md.)
 
 from __future__ import annotations
 
-import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.gpu.clients import SHAPES, parity_batches, windows
+from bench.gpu.clients import SHAPES, parity_batches, time_calls, windows
 
 REFERENCE_SHAPES = [(1, 512), (2, 512), (7, 512), (126, 512)]
-
-
-def _time_calls(call: Any, sync: Any, repeat: int, warm: int = 3, warm_s: float = 0) -> dict:
-    """p50 and samples (ms) of `repeat` calls, after `warm` calls and `warm_s` seconds."""
-    start, calls = time.perf_counter(), 0
-    while calls < warm or time.perf_counter() - start < warm_s:
-        call()
-        calls += 1
-    sync()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        call()
-        sync()
-        times.append((time.perf_counter() - t) * 1000)
-    return {
-        "p50_ms": round(statistics.median(times), 3),
-        "samples_ms": [round(x, 3) for x in times],
-    }
 
 
 def _release(model: Any, device: str) -> None:
@@ -77,7 +56,7 @@ def hf_fp16_eager(checkpoint: Path, device: str, repeat: int) -> dict[str, Any]:
             def call(ids: Any = on_device[0], mask: Any = on_device[1]) -> Any:
                 return model(input_ids=ids, attention_mask=mask).logits.float().cpu()
 
-            got = _time_calls(call, sync, repeat)
+            got = time_calls(call, sync, repeat)
             got["seq_s"] = round(rows / got["p50_ms"] * 1000, 1)
             out["shapes"][f"{rows}x{length}"] = got
     _release(model, device)
@@ -111,7 +90,7 @@ def old_runtime(checkpoint: Path, device: str, repeat: int, warm_s: float = 1.0)
         for rows, length, _ in (x for x in SHAPES if x[2] == 1.0):
             ids, mask = windows(rows, length, rows * 7 + length)
             call = lambda ids=ids, mask=mask: logits(ids, mask)  # noqa: E731
-            got = _time_calls(call, lambda: None, repeat, warm_s=warm_s)
+            got = time_calls(call, lambda: None, repeat, warm_s=warm_s)
             out[f"{rows}x{length}"] = {
                 "p50_ms": got["p50_ms"],
                 "seq_s": round(rows / got["p50_ms"] * 1000, 1),
