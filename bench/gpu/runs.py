@@ -27,23 +27,25 @@ from workers.inference import TritonInference
 
 
 class SmallJobs:
-    """3-document jobs, one after the other every `every` seconds, timed from the upload
-    to `succeeded`, in a thread of their own while a bulk job runs."""
+    """3-document jobs, one after the other every `every` seconds from the first batch the
+    bulk workers send, timed from the upload to `succeeded`, in a thread of their own while
+    a bulk job runs."""
 
-    def __init__(
-        self, url: str, headers: dict[str, str], docs: Sequence[LabelledDocument], every: float
-    ) -> None:
-        self.url, self.headers, self.docs, self.every = url, headers, docs, every
+    def __init__(self, stack: Stack, docs: Sequence[LabelledDocument], every: float) -> None:
+        self.stack, self.docs, self.every = stack, docs, every
         self.samples: list[tuple[float, float, str]] = []  # (start, end, status)
+        self._first_batch = started(stack)
         self._running = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def start(self) -> None:
         self._running.set()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
-        with httpx.Client(base_url=self.url, headers=self.headers, timeout=60) as http:
+        deadline = time.monotonic() + 120
+        while self._running.is_set() and time.monotonic() < deadline and not self._first_batch():
+            time.sleep(0.1)
+        stack = self.stack
+        with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as http:
             i = 0
             while self._running.is_set():
                 batch = [self.docs[(i + k) % len(self.docs)] for k in range(3)]
@@ -91,35 +93,20 @@ def run_bulk(
     docs: Sequence[LabelledDocument],
     windows: int,
     sampler: GpuSampler,
-    small: Sequence[LabelledDocument] | None = None,
-    small_every: float = 0.5,
+    small: Sequence[LabelledDocument],
+    small_every: float,
 ) -> dict[str, Any]:
-    """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and, with
-    `small`, 3-document jobs meanwhile (from the first batch the bulk workers send)."""
-    probe: SmallJobs | None = None
-    watcher: threading.Thread | None = None
-    if small:
-        probe = SmallJobs(stack.url, stack.headers, small, small_every)
-        first_batch = started(stack)
-
-        def start_when_running() -> None:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not first_batch():
-                time.sleep(0.1)
-            probe.start()
-
-        watcher = threading.Thread(target=start_when_running, daemon=True)
-        watcher.start()
+    """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and
+    3-document jobs of `small` meanwhile (SmallJobs)."""
+    probe = SmallJobs(stack, small, small_every)
     held_before = gpu_processes()
     triton_before = triton_stats(stack.triton_url, MODEL)
     t0 = time.monotonic()
     out = run_docq(stack, docs)
     t1 = time.monotonic()
     out["triton"] = stats_delta(triton_before, triton_stats(stack.triton_url, MODEL))
-    if probe is not None and watcher is not None:
-        watcher.join(5)
-        probe.stop()
-        out["small_jobs"] = small_job_stats(probe.samples, t0, t1)
+    probe.stop()
+    out["small_jobs"] = small_job_stats(probe.samples, t0, t1)
     out["workers"] = stack.bulk_workers
     out["windows"] = windows
     out["windows_per_s"] = round(windows / out["elapsed_s"], 1)
