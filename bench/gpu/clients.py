@@ -1,6 +1,9 @@
-"""The serve bench's clients of tritonserver, over gRPC: one request at a time, a sweep of
-requests in flight from a pool of client processes (each with threads, each thread one
-request at a time), the parity of served logits, and Triton's batch statistics."""
+"""The serve bench's requests and its clients of tritonserver, over gRPC.
+
+The requests: their shapes (rows of windows), random windows of token ids of a shape, and
+the set of requests whose logits the parity check compares. The clients: one request at a
+time, a sweep of requests in flight from a pool of client processes (each with threads,
+each thread one request at a time), and the parity of served logits."""
 
 from __future__ import annotations
 
@@ -12,8 +15,46 @@ from typing import Any
 
 import numpy as np
 
-from bench.gpu.model import LABELS
-from bench.gpu.shapes import Shape, parity_batches, real_tokens, windows
+from bench.gpu.model import LABELS, VOCAB
+
+Shape = tuple[int, int, float]  # rows, tokens, the last row's share of real tokens
+
+# (7, 512, 0.6) is real traffic, a document's windows with its short last one (key "7x512p");
+# every other row is full.
+SHAPES: list[Shape] = [(1, 256, 1.0), (1, 512, 1.0), (2, 512, 1.0), (7, 512, 1.0), (7, 512, 0.6)]
+VARIANT_SHAPES = SHAPES[1:]
+
+
+def key(shape: Shape) -> str:
+    rows, length, last = shape
+    return f"{rows}x{length}" + ("p" if last < 1 else "")
+
+
+def real_tokens(shape: Shape) -> int:
+    rows, length, last = shape
+    return (rows - 1) * length + int(length * last)
+
+
+def windows(rows: int, length: int, seed: int, last: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Full windows (every token real), as long documents give them; with `last` < 1 the
+    last row holds that share of real tokens, then padding (id 1, mask 0)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(3, VOCAB, (rows, length), dtype=np.int64)
+    ids[:, 0] = 0  # <s>
+    mask = np.ones((rows, length), dtype=np.int64)
+    if last < 1:
+        mask[-1, int(length * last) :] = 0
+        ids[-1, int(length * last) :] = 1  # RoBERTa's <pad>
+    return ids, mask
+
+
+def parity_batches() -> list[tuple[np.ndarray, np.ndarray]]:
+    """Requests whose served logits are compared with the FP32 reference: full and partial
+    rows of several lengths (128 windows)."""
+    shapes = [(7, 512, 0.6), (8, 384, 0.3), (16, 128, 0.5), (1, 512, 1.0)]
+    return [windows(*shapes[i % len(shapes)][:2], 500 + i, shapes[i % len(shapes)][2])
+            for i in range(16)]  # fmt: skip
+
 
 _CLIENTS: dict[tuple[str, int], Any] = {}
 
@@ -110,6 +151,26 @@ class Load:
         self.pool.terminate()
 
 
+def time_calls(call: Any, sync: Any, repeat: int, warm: int = 3, warm_s: float = 0) -> dict:
+    """p50, p95 and samples (ms) of `repeat` calls, after `warm` calls and `warm_s` seconds."""
+    start, calls = time.perf_counter(), 0
+    while calls < warm or time.perf_counter() - start < warm_s:
+        call()
+        calls += 1
+    sync()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        call()
+        sync()
+        times.append((time.perf_counter() - t) * 1000)
+    return {
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(float(np.percentile(times, 95)), 3),
+        "samples_ms": [round(x, 3) for x in times],
+    }
+
+
 def one_at_a_time(url: str, model: str, shape: Shape, n: int) -> dict[str, Any]:
     """p50/p95 of `n` requests of `shape`, one after the other, after a checked first answer
     and ten unmeasured ones."""
@@ -118,18 +179,7 @@ def one_at_a_time(url: str, model: str, shape: Shape, n: int) -> dict[str, Any]:
     logits = client.infer(model, inputs).as_numpy("logits")
     if logits is None or logits.shape != (shape[0], len(LABELS)) or not np.isfinite(logits).all():
         raise RuntimeError(f"{model} answered {shape} with logits {logits!r}")
-    for _ in range(10):
-        client.infer(model, inputs)
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        client.infer(model, inputs)
-        times.append((time.perf_counter() - t) * 1000)
-    return {
-        "p50_ms": round(statistics.median(times), 3),
-        "p95_ms": round(float(np.percentile(times, 95)), 3),
-        "samples_ms": [round(t, 3) for t in times],
-    }
+    return time_calls(lambda: client.infer(model, inputs), lambda: None, n, warm=10)
 
 
 def sweep(
@@ -170,13 +220,3 @@ def parity(url: str, model: str, reference: list[Any]) -> dict[str, Any]:
         "label_agreement": round(same / rows, 4),
         "logit_range": round(float(np.ptp(np.concatenate([np.asarray(r) for r in reference]))), 3),
     }
-
-
-def batch_stats(url: str, model: str) -> dict[str, int]:
-    """How many executions Triton ran at each batch size (rows), from its statistics."""
-    import tritonclient.grpc as grpcclient
-
-    client = grpcclient.InferenceServerClient(url)
-    stats = client.get_inference_statistics(model).model_stats
-    client.close()
-    return {str(b.batch_size): int(b.compute_infer.count) for s in stats for b in s.batch_stats}

@@ -24,8 +24,7 @@
 #    models at once; no size starts after 330 s (gate.json lists those not reached and is
 #    written after each size, so a call cut at its limit keeps what it gated).
 # 3: the serve bench: the converter's defaults (`default`) beside transformers served
-#    (`hf:engine=hf`), in-process HF FP16 eager and torch.compile max-autotune with CUDA
-#    graphs (compile bounded at 180 s), (1, 512) one at a time, (2, 512), (7, 512).
+#    (`hf:engine=hf`) and in-process HF FP16 eager, (1, 512) one at a time, (2, 512), (7, 512).
 # 4: the pipeline with the defaults, 20,000 documents, against the old architecture in FP16
 #    (1, 2, 4, 8, 12 workers) and FP32 (1, 2, 4, 8) on 600 documents spread over the corpus.
 # Afterwards, here: .venv/bin/python -m bench.gpu.parity mark gate.json serve.json pipeline.json
@@ -72,9 +71,9 @@ case "$call" in
     ;;
 3)
     if [ -z "$tiny" ]; then
-        serve=(--seconds 0.8 --warm 0.3 --requests 60 --references-timeout 180)
+        serve=(--seconds 0.8 --warm 0.3 --requests 60)
     else
-        serve=(--tiny --seconds 0.3 --warm 0.1 --requests 10 --processes 2 --references-timeout 120)
+        serve=(--tiny --seconds 0.3 --warm 0.1 --requests 10 --processes 2)
     fi
     timeout 500 $PY -m bench.gpu.serve --out "$OUT/serve.json" "${serve[@]}" \
         --variant default --variant hf:engine=hf 2>&1 | tee "$OUT/serve.log"
@@ -85,7 +84,7 @@ case "$call" in
     else
         pipe=(--tiny --docs 200 --baseline-workers 1 --baseline-workers-fp16 1 --budget-s 400)
     fi
-    timeout 520 $PY -m bench.gpu.pipeline --skip scaling --skip ceiling "${pipe[@]}" \
+    timeout 520 $PY -m bench.gpu.pipeline --skip ceiling "${pipe[@]}" \
         --out "$OUT/pipeline.json" 2>&1 | tee "$OUT/pipeline.log"
     ;;
 *)

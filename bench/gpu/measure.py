@@ -68,15 +68,19 @@ class GpuSampler:
             stop(self._proc, 5)
 
 
-def gpu_processes() -> dict[int, float]:
-    """MiB of GPU memory each process holds (nvidia-smi's compute apps); {} without one."""
+def _smi(query: str, form: str = "csv,noheader,nounits") -> list[str]:
+    """nvidia-smi's lines for `query`; [] without one."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        return {}
-    query = "--query-compute-apps=pid,used_memory"
-    out = subprocess.run([exe, query, "--format=csv,noheader,nounits"], capture_output=True)
+        return []
+    out = subprocess.run([exe, query, f"--format={form}"], capture_output=True)
+    return out.stdout.decode().splitlines()
+
+
+def gpu_processes() -> dict[int, float]:
+    """MiB of GPU memory each process holds (nvidia-smi's compute apps); {} without one."""
     held = {}
-    for line in out.stdout.decode().splitlines():
+    for line in _smi("--query-compute-apps=pid,used_memory"):
         try:
             pid, mib = line.split(",")
             held[int(pid)] = float(mib)
@@ -86,12 +90,8 @@ def gpu_processes() -> dict[int, float]:
 
 
 def gpu_name() -> str:
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return "no GPU (CPU rehearsal)"
-    query = "--query-gpu=name,driver_version,memory.total"
-    out = subprocess.run([exe, query, "--format=csv,noheader"], capture_output=True, text=True)
-    return out.stdout.strip()
+    lines = _smi("--query-gpu=name,driver_version,memory.total", "csv,noheader")
+    return "\n".join(lines).strip() if lines else "no GPU (CPU rehearsal)"
 
 
 def triton_stats(url: str, model: str) -> dict[str, Any]:

@@ -87,18 +87,22 @@ def roberta_config(tiny: bool) -> Any:
     )
 
 
-def build_checkpoint(folder: Path, tiny: bool, device: str) -> dict[str, int]:
-    """Save a random RoBERTa classifier (large, or tiny for a CPU rehearsal) in `folder`."""
+def save_random(config: Any, folder: Path, device: str) -> None:
+    """A random classifier of `config` saved in `folder`: FP16 on a GPU, FP32 on a CPU."""
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    config = roberta_config(tiny)
     torch.manual_seed(0)
     dtype = torch.float16 if device.startswith("cuda") else torch.float32
     with torch.device(device):  # random init on the GPU: seconds, not a minute
         model = AutoModelForSequenceClassification.from_config(config, dtype=dtype)
     model.eval().save_pretrained(folder, safe_serialization=True)
-    del model
+
+
+def build_checkpoint(folder: Path, tiny: bool, device: str) -> dict[str, int]:
+    """Save a random RoBERTa classifier (large, or tiny for a CPU rehearsal) in `folder`."""
+    config = roberta_config(tiny)
+    save_random(config, folder, device)
     return {
         k: getattr(config, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads")
     }
@@ -165,9 +169,7 @@ def build_model(
     a RoBERTa tokenizer (build_tokenizer), published by publish_variant (with `overrides`,
     a Variant's: `gelu=tanh`, `precision=fp8`) with the tokenizer beside it; (repository,
     checkpoint, facts)."""
-    import torch
     from google.protobuf import json_format
-    from transformers import AutoModelForSequenceClassification
 
     tokenizer = work / "tokenizer"
     tok = build_tokenizer(tokenizer)
@@ -178,18 +180,12 @@ def build_model(
     config.pad_token_id = tok.pad_token_id
     config.bos_token_id, config.eos_token_id = tok.cls_token_id, tok.sep_token_id
     checkpoint = work / "checkpoint"
-    torch.manual_seed(0)
-    device = "cuda:0" if on_gpu else "cpu"
-    with torch.device(device):
-        model = AutoModelForSequenceClassification.from_config(
-            config, dtype=torch.float16 if on_gpu else torch.float32
-        )
-    model.eval().save_pretrained(checkpoint, safe_serialization=True)
-    del model
+    save_random(config, checkpoint, "cuda:0" if on_gpu else "cpu")
     for f in tokenizer.iterdir():  # the old service loads its tokenizer from here
         shutil.copy2(f, checkpoint / f.name)
     repo = work / "repo"
-    served = publish_variant(repo, checkpoint, Variant(MODEL, dict(overrides or {})), on_gpu)
+    variant = Variant(MODEL, dict(overrides or {}))
+    served = publish_variant(repo, checkpoint, variant, on_gpu)
     shutil.copytree(tokenizer, repo / MODEL / "tokenizer")  # what docq's workers load
     facts = {
         "name": MODEL,
@@ -199,8 +195,8 @@ def build_model(
         "vocab": config.vocab_size,
         "tokenizer": f"{type(tok).__name__} (byte-level BPE), pad id {tok.pad_token_id}",
         "labels": list(LABELS),
-        "overrides": dict(overrides or {}),
-        "label": Variant(MODEL, dict(overrides or {})).label,
+        "overrides": variant.overrides,
+        "label": variant.label,
         "config": json_format.MessageToDict(served),
         "runtime_sha256": runtime_sha256(),
     }

@@ -1,47 +1,31 @@
 """The whole docq pipeline on one GPU host, against the old architecture on the same GPU.
 
-Issue 10, part 2. On a CUDA host (the H200 machine: bench/gpu/pack.py, remote.sh) it
-starts what `make up` starts, on free ports (devstack/services.py): redis-server,
-tritonserver serving a RoBERTa-large-shaped `torch-gpu` classifier (24 layers, 1,024
-wide, 16 heads, random weights, FP16; its vocabulary the demo tokenizer's, so real
-documents tokenize; laid out by docq's converter as bench/gpu/serve.py does), the API,
-the small-job lane's worker and up to `--workers` bulk Celery worker processes. Then, in
-this order (each phase is skipped once `--budget-s` would be overrun, and the JSON is
-rewritten after each one, so a run cut short keeps what it measured):
+On a CUDA host (bench/gpu/pack.py, remote.sh) it starts what `make up` starts, on free ports
+(bench.stack): redis-server, tritonserver serving a RoBERTa-large-shaped `torch-gpu`
+classifier (random weights, FP16, a RoBERTa tokenizer, laid out by docq's converter as
+bench/gpu/serve.py does: model.py), the API, the small-job lane's worker and `--workers`
+bulk Celery worker processes. Then, in this order (a phase is skipped once `--budget-s`
+would be overrun, and the JSON is rewritten after each one, so a run cut short keeps what
+it measured):
 
 1. docq: one upload of `--docs` documents of the bench corpus (corpus.doc_type.generate,
-   `--seed`) with every bulk worker running, timed from the upload to `succeeded`
-   (bench.docq_jobs.run_docq), while 3-document jobs go through the small-job lane (upload
-   to result; only those that ended before the bulk job did count); docs/s, windows/s,
-   the padding the workers' batchers sent (their metrics), GPU utilisation (nvidia-smi
-   every 200 ms), CPU seconds per tier (bench.procs.CpuMeter);
-2. the ceiling: Triton alone on the same windows, packed by docq's packer with the model's
-   batch size and token budget over the whole corpus (bench.ceiling.run_triton_alone),
-   `--ceiling-in-flight` requests outstanding;
-3. one client uploading the `--long-documents` longest documents in one request, to docq;
-4. the old architecture (bench/baseline/app.py: Gunicorn + Uvicorn workers, each holding
-   its own copy of the model on the GPU, one synchronous request per document), in each of
-   `--baseline-precisions` (FP32 as it ran; FP16, `model.half()` and SDPA, the skeptic's
-   baseline): a sweep over `--baseline-workers` (FP16: `--baseline-workers-fp16`, more
-   copies fit) on `--baseline-documents` documents spread evenly over the corpus, each
-   driven by bench.baseline.sweep's clients, the GPU memory each worker holds, and the same
-   long upload in one request to its bulk call on the first precision's last point
-   (`--long-timeout`, the client's patience); ratios per document and per window;
-5. scaling: the first `--scaling-docs` documents with 12, 8, 4, 2 and 1 bulk workers
-   (workers stopped between points), docs/s, GPU utilisation and worker CPU per point.
+   `--seed`), timed from the upload to `succeeded`, while 3-document jobs go through the
+   small-job lane (runs.run_bulk); docs/s, windows/s, GPU utilisation, CPU per tier;
+2. the ceiling: Triton alone on the same windows packed over the whole corpus
+   (bench.ceiling.run_triton_alone); `--skip ceiling` leaves it out;
+3. with `--scans DIR` (`bench.gpu.pack --profile scans` renders them into .devpack/scans):
+   scanned pages through `--extract-workers` extract workers, OCR'd and classified
+   (scans.py);
+4. Triton alone on the windows in batches rebuilt like the workers' (runs.run_triton_rebuilt);
+5. one client uploading the `--long-documents` longest documents in one request;
+6. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
+   synchronous request per document) in FP16 and in FP32, each swept over its worker counts
+   on `--baseline-documents` documents spread over the corpus, and the same long upload
+   (baseline.py); `--skip baseline` leaves it out.
 
-With `--scans DIR` (`bench.gpu.pack --profile scans` renders them into .devpack/scans),
-after the ceiling: `--extract-workers` extract workers start and the scans go through as
-files, each `--scan-repeat` times, OCR'd and classified (bench/gpu/scans.py): docs/s, the
-extract workers' CPU seconds per page and the cores that would keep the GPU busy.
+Prints the tables (report.py) and writes `--out`.
 
-Prints the tables (rich) and writes `--out`. The parts are modules of their own: the
-model (model.py), the stack (stack.py), what is measured besides the clock (measure.py),
-docq's runs (runs.py), the old architecture's (baseline.py) and the report (report.py);
-the corpus, the ceiling and docq's jobs are the CPU bench's (bench/corpus.py, ceiling.py,
-docq_jobs.py).
-
-    # on the H200 (docs/performance.md has the exact command):
+    # on the GPU host (docs/performance.md has the exact command):
     source bench/gpu/remote.sh && python3 -m bench.gpu.pipeline --out $OUT/pipeline.json
     # rehearsal on a CPU machine (the wheel's CPU tritonserver, a 2-layer model):
     nice -n 10 .venv/bin/python -m bench.gpu.pipeline --tiny --out /tmp/pipeline.json
@@ -69,7 +53,7 @@ from bench.gpu.baseline import run_baseline_gpu, sample
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
 from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import console, show, summarise, tree_note
-from bench.gpu.runs import run_bulk, run_scaling, run_triton_rebuilt, upload_long_docq
+from bench.gpu.runs import run_bulk, run_triton_rebuilt, upload_long_docq
 from bench.gpu.scans import run_scans
 from bench.stack import Stack
 from corpus.doc_type import generate
@@ -84,8 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--tiny", action="store_true", help="CPU rehearsal: 2-layer model, few docs")
     ap.add_argument("--docs", type=int, default=None, help="bulk job (default 20000; tiny 300)")
     ap.add_argument("--seed", type=int, default=777)
-    ap.add_argument("--workers", type=ints, default=None, help="default 1,2,4,8,12 (tiny 1,2)")
-    ap.add_argument("--scaling-docs", type=int, default=None, help="default 2500 (tiny 120)")
+    ap.add_argument("--workers", type=int, default=None, help="bulk workers (12; tiny 2)")
     ap.add_argument("--shard-size", type=int, default=64)
     ap.add_argument(
         "--model", type=Variant.parse, default=Variant(MODEL),
@@ -93,33 +76,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )  # fmt: skip
     ap.add_argument("--small-every", type=float, default=0.5, help="s between small jobs")
     ap.add_argument("--ceiling-in-flight", type=int, default=0, help="0: twice the workers'")
-    ap.add_argument(
-        "--rebuilt-shards",
-        type=ints,
-        default=None,
-        help="shard sizes to rebuild the workers' batches for, Triton alone (default: ours)",
-    )
     ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
     ap.add_argument("--long-timeout", type=float, default=60.0)
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
     ap.add_argument("--baseline-workers-fp16", type=ints, default=None, help="1,2,4,8,12")
-    ap.add_argument("--baseline-precisions", type=lambda s: s.split(","), default=["fp16", "fp32"])
     ap.add_argument("--baseline-documents", type=int, default=None, help="1000 (tiny 40)")
     ap.add_argument("--clients-per-worker", type=int, default=4)
     ap.add_argument("--scans", type=Path, default=None, help="scans to upload (pack --profile)")
     ap.add_argument("--scan-docs", type=int, default=None, help="of them (default all; tiny 6)")
     ap.add_argument("--scan-repeat", type=int, default=None, help="uploads of each (8; tiny 1)")
     ap.add_argument("--extract-workers", type=int, default=None, help="default cores / 2")
-    ap.add_argument(
-        "--skip", action="append", default=[], choices=["baseline", "scaling", "ceiling"]
-    )
+    ap.add_argument("--skip", action="append", default=[], choices=["baseline", "ceiling"])
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
     args = ap.parse_args(argv)
     tiny = args.tiny
     defaults = {
         "docs": 300 if tiny else 20_000,
-        "workers": [1, 2] if tiny else [1, 2, 4, 8, 12],
-        "scaling_docs": 120 if tiny else 2500,
+        "workers": 2 if tiny else 12,
         "long_documents": 40 if tiny else 1000,
         "baseline_workers": [1, 2] if tiny else [1, 2, 4, 8],
         "baseline_workers_fp16": [1, 2] if tiny else [1, 2, 4, 8, 12],
@@ -217,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
             repo, work, args.shard_size, 0, model=MODEL, triton_nice=None, meter_redis=True
         )
         with gpu_stack as stack:
-            stack.add_workers(max(args.workers))
+            stack.add_workers(args.workers)
             r["stack_ready_after_s"] = round(args.budget_s - budget.left(), 1)
             console.print(
                 f"stack up with {stack.bulk_workers} bulk workers: {r['stack_ready_after_s']} s"
@@ -256,17 +229,17 @@ def main(argv: list[str] | None = None) -> None:
 
                 r["scans"] = phase("scans", scans, timeout=300) or {}
             r["rebuilt"] = []
-            for shard in args.rebuilt_shards or [args.shard_size]:
-                if budget.allows(45, f"Triton alone on worker-like batches of {shard}-doc shards"):
-                    in_flight = args.ceiling_in_flight or 2 * stack.bulk_workers * 4
-                    got = phase(
-                        f"rebuilt {shard}",
-                        lambda shard=shard, n=in_flight: run_triton_rebuilt(stack, docs, shard, n),
-                        timeout=180,
-                    )
-                    if got:
-                        r["rebuilt"].append(got)
-                        console.print(f"Triton alone, worker-like batches ({shard}): {got}")
+            shard = args.shard_size
+            if budget.allows(45, f"Triton alone on worker-like batches of {shard}-doc shards"):
+                in_flight = args.ceiling_in_flight or 2 * stack.bulk_workers * 4
+                got = phase(
+                    f"rebuilt {shard}",
+                    lambda: run_triton_rebuilt(stack, docs, shard, in_flight),
+                    timeout=180,
+                )
+                if got:
+                    r["rebuilt"].append(got)
+                    console.print(f"Triton alone, worker-like batches ({shard}): {got}")
             r["long_upload"] = {}
             if budget.allows(30, "long upload to docq"):
                 r["long_upload"]["docq"] = phase(
@@ -293,17 +266,6 @@ def main(argv: list[str] | None = None) -> None:
                     return out
 
                 r["baseline"] = phase("baseline", baseline) or {}
-            if "scaling" not in args.skip:
-                sub = docs[: args.scaling_docs]
-                r["scaling"] = (
-                    phase(
-                        "scaling",
-                        lambda: run_scaling(
-                            stack, sub, sum(counts[: len(sub)]), args.workers, sampler, budget
-                        ),
-                    )
-                    or []
-                )
     finally:
         sampler.stop()
         save()

@@ -1,16 +1,19 @@
-"""The GPU bench's report: the summary and its targets from the phases that ran, the
-tables, and which code ran."""
+"""The GPU benches' reports: which code ran, and for each bench its summary, the targets it
+is held to and the tables it prints. The pipeline bench's summary comes from the phases that
+ran; the serve bench's is one row per shape (served against the old runtime), with the
+in-process reference set beside it."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from bench.gpu.clients import SHAPES, key
 from docq.config import REPO_ROOT
 
 TARGETS = {
@@ -19,6 +22,13 @@ TARGETS = {
     # (issue 40: the architecture's gain, not precision's), else FP32
     "ratio": 8.0,
     "small_job_p95_s": 1.0,  # 3-document jobs during the bulk job, at most
+}
+SERVE_TARGETS = {
+    "p50_ms_1x512": 2.5,  # (1,512) one at a time, p50 at most
+    "seq_s_7x512": 1600.0,  # (7,512) saturated, at least
+    "ratio_2x512": 14.0,  # (2,512) saturated over the old runtime, at least
+    # (7,512) with a 60%-long last row: tokens/s over full rows', at least (no padding cost)
+    "tokens_7x512p_over_full": 1.0,
 }
 console = Console(width=150)
 
@@ -37,13 +47,14 @@ def tree_note() -> str:
     return f"HEAD {head.stdout.decode()}changed from it:\n{status.stdout.decode()}"
 
 
-def cpu_bound_until(points: Sequence[dict[str, Any]], share: float = 0.9) -> int | None:
-    """The fewest workers that reach `share` of the best throughput: below it, adding
-    workers (CPU) adds documents/s; from it on, the GPU sets the pace."""
-    if not points:
-        return None
-    best = max(p["docs_per_s"] for p in points)
-    return min(p["workers"] for p in points if p["docs_per_s"] >= share * best)
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A table of `rows`, each cell as text; the first column and `note` left-aligned."""
+    table = Table(title=title)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 or col == "note" else "right")
+    for row in rows:
+        table.add_row(*(str(cell) for cell in row))
+    console.print(table)
 
 
 def summarise(r: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +68,6 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         "ceiling_docs_per_s": ceiling.get("docs_per_s"),
         "padding_efficiency": main.get("worker_padding_efficiency"),
         "small_job_p95_s": main.get("small_jobs", {}).get("p95_s"),
-        "cpu_bound_until_workers": cpu_bound_until(r.get("scaling", [])),
     }
     if scans := r.get("scans"):  # bench/gpu/scans.py: OCR'd pages through the whole pipeline
         s["scans_docs_per_s"] = scans.get("docs_per_s")
@@ -69,11 +79,6 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         s["work_ratio"] = round(main["computed_tokens"] / ceiling["computed_tokens"], 4)
     if base.get("documents") and "windows" in base:
         s["baseline_windows_per_doc"] = round(base["windows"] / base["documents"], 3)
-    if best := base.get("best"):  # a run saved before the FP16 baseline: one FP32 sweep
-        s["baseline_best_docs_per_s"] = best.get("docs_per_s")
-        s["baseline_best_workers"] = best.get("workers")
-        if main:
-            s["ratio"] = round(main["docs_per_s"] / best["docs_per_s"], 2)
     for precision in ("fp32", "fp16"):  # each precision's best worker count, same run
         best = base.get(precision, {}).get("best", {})
         if not best:
@@ -110,72 +115,35 @@ def targets_met(s: dict[str, Any]) -> dict[str, bool | None]:
 
 def show(r: dict[str, Any]) -> None:
     s = r["summary"]
-    head = Table(title=f"docq on {r['gpu']} — {r['date']}")
-    for col in ("", "docs/s", "windows/s", "GPU util %", "padding eff.", "failures", "note"):
-        head.add_column(col, justify="right" if col not in ("", "note") else "left")
     main, ceiling = r.get("docq", {}), r.get("ceiling", {})
+    rows = []
     if main:
-        head.add_row(
-            f"docq, {main['workers']} bulk workers",
-            f"{main['docs_per_s']:.1f}",
-            f"{main['windows_per_s']:.0f}",
-            str(main["gpu"].get("util_mean")),
-            str(main["worker_padding_efficiency"]),
-            str(main["failures"]),
+        rows.append((
+            f"docq, {main['workers']} bulk workers", f"{main['docs_per_s']:.1f}",
+            f"{main['windows_per_s']:.0f}", main["gpu"].get("util_mean"),
+            main["worker_padding_efficiency"], main["failures"],
             f"{main['documents']} documents in {main['elapsed_s']} s",
-        )
+        ))  # fmt: skip
     if ceiling:
-        head.add_row(
-            "Triton alone (ceiling)",
-            f"{ceiling['docs_per_s']:.1f}",
+        rows.append((
+            "Triton alone (ceiling)", f"{ceiling['docs_per_s']:.1f}",
             f"{ceiling['windows'] / ceiling['elapsed_s']:.0f}",
-            str(ceiling.get("gpu", {}).get("util_mean")),
-            str(ceiling["padding"]["ceiling_padding_efficiency"]),
-            "",
+            ceiling.get("gpu", {}).get("util_mean"),
+            ceiling["padding"]["ceiling_padding_efficiency"], "",
             f"{ceiling['batches']} batches, {ceiling['in_flight']} in flight",
-        )
-    for p in [
-        p for x in ("fp32", "fp16") for p in r.get("baseline", {}).get(x, {}).get("sweep", [])
-    ]:
-        head.add_row(
-            f"old architecture {p['precision'].upper()}, {p['workers']} workers",
-            f"{p['docs_per_s']:.2f}",
-            f"{p['windows_per_s']:.0f}",
-            str(p["gpu"].get("util_mean")),
-            str(r.get("padding", {}).get("baseline_padding_efficiency", "")),
-            f"{p['timeouts'] + p['errors']}",
-            f"p95 {p['latency_p95_s']} s, GPU MiB/worker {p['gpu_mib_per_worker']}",
-        )
-    console.print(head)
-    scale = Table(title="scaling: bulk worker processes (threads 4 each) on one GPU")
-    for col in (
-        "workers",
-        "docs",
-        "docs/s",
-        "windows/s",
-        "x per doubling",
-        "GPU util %",
-        "worker cores busy",
-        "worker CPU ms/doc",
-        "padding eff.",
-    ):
-        scale.add_column(col, justify="right")
-    prev = None
-    for p in r.get("scaling", []):
-        gain = f"{p['docs_per_s'] / prev:.2f}" if prev else ""
-        prev = p["docs_per_s"]
-        scale.add_row(
-            str(p["workers"]),
-            str(p["documents"]),
-            f"{p['docs_per_s']:.1f}",
-            f"{p['windows_per_s']:.0f}",
-            gain,
-            str(p["gpu"].get("util_mean")),
-            str(p["worker_cores_busy"]),
-            str(p["worker_cpu_ms_per_doc"]),
-            str(p["worker_padding_efficiency"]),
-        )
-    console.print(scale)
+        ))  # fmt: skip
+    for x in ("fp32", "fp16"):
+        for p in r.get("baseline", {}).get(x, {}).get("sweep", []):
+            rows.append((
+                f"old architecture {p['precision'].upper()}, {p['workers']} workers",
+                f"{p['docs_per_s']:.2f}", f"{p['windows_per_s']:.0f}",
+                p["gpu"].get("util_mean"),
+                r.get("padding", {}).get("baseline_padding_efficiency", ""),
+                p["timeouts"] + p["errors"],
+                f"p95 {p['latency_p95_s']} s, GPU MiB/worker {p['gpu_mib_per_worker']}",
+            ))  # fmt: skip
+    columns = ("", "docs/s", "windows/s", "GPU util %", "padding eff.", "failures", "note")
+    print_table(f"docq on {r['gpu']} — {r['date']}", columns, rows)
     if scans := r.get("scans"):
         console.print(
             f"scans: {scans.get('documents')} documents, {scans.get('pages')} pages in "
@@ -203,3 +171,103 @@ def show(r: dict[str, Any]) -> None:
         console.print(f"target {name}: {'not run' if met is None else 'MET' if met else 'MISSED'}")
     for what in r.get("skipped", []):
         console.print(f"[yellow]not run: {what}[/]")
+
+
+# --- the serve bench ------------------------------------------------------------------------
+
+
+def serve_table(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per shape: served p50/p95, saturated seq/s, the old runtime, the ratio."""
+    default = next(v["name"] for v in result["variants"] if v["name"] in result["served"])
+    served = result["served"][default]  # the first variant that loaded (the sweep's)
+    rows_out = []
+    for shape in SHAPES:
+        name = key(shape)
+        s, old = served[name], result["old_runtime"].get(key((*shape[:2], 1.0)))
+        best = max(s["sweep"], key=lambda p: p["seq_s"])
+        rows_out.append(
+            {
+                "shape": name,
+                "p50_ms": s["one_at_a_time"]["p50_ms"],
+                "p95_ms": s["one_at_a_time"]["p95_ms"],
+                "seq_s": best["seq_s"],
+                "tokens_s": best.get("tokens_s"),
+                "in_flight": best["in_flight"],
+                "old_p50_ms": old["p50_ms"],
+                "old_seq_s": old["seq_s"],
+                "ratio": round(best["seq_s"] / old["seq_s"], 2),
+            }
+        )
+    return rows_out
+
+
+def against_references(table: list[dict[str, Any]], refs: dict[str, Any]) -> dict[str, Any]:
+    """The served default against each in-process reference of the same run: at (1, 512)
+    one at a time, p50 over p50; at (2, 512) and (7, 512) saturated, the served seq/s over
+    the reference's best of its request-size call and its 126-row batch."""
+    by = {r["shape"]: r for r in table}
+    out: dict[str, Any] = {}
+    for name, ref in refs.items():
+        shapes = ref.get("shapes", {})
+        row: dict[str, Any] = {}
+        if "1x512" in shapes:
+            row["p50_1x512_ms"] = shapes["1x512"]["p50_ms"]
+            row["latency_1x512_ratio"] = round(shapes["1x512"]["p50_ms"] / by["1x512"]["p50_ms"], 2)
+        for shape in ("2x512", "7x512"):
+            seq = [shapes[k]["seq_s"] for k in (shape, "126x512") if k in shapes]
+            if seq:
+                row[f"best_seq_s_{shape}"] = max(seq)
+                row[f"ratio_{shape}"] = round(by[shape]["seq_s"] / max(seq), 2)
+        out[name] = row
+    return out
+
+
+def serve_targets(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each of SERVE_TARGETS: what the default variant got, and whether that meets it."""
+    by = {r["shape"]: r for r in table}
+    got = {
+        "p50_ms_1x512": by["1x512"]["p50_ms"],
+        "seq_s_7x512": by["7x512"]["seq_s"],
+        "ratio_2x512": by["2x512"]["ratio"],
+        "tokens_7x512p_over_full": round(by["7x512p"]["tokens_s"] / by["7x512"]["tokens_s"], 3),
+    }
+    return {
+        k: {
+            "target": SERVE_TARGETS[k],
+            "got": v,
+            "met": v <= SERVE_TARGETS[k] if k.startswith("p50") else v >= SERVE_TARGETS[k],
+        }
+        for k, v in got.items()
+    }
+
+
+def show_serve(result: dict[str, Any]) -> None:
+    """Print the table, the targets, one line per other variant and the parity checks."""
+    columns = (
+        "shape", "p50 ms (1 at a time)", "p95 ms", "seq/s saturated (in flight)",
+        "real tokens/s", "old FP32 eager ms", "old seq/s", "ratio",
+    )  # fmt: skip
+    rows = []
+    for r in result["table"]:
+        rows.append((
+            r["shape"], f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}",
+            f"{r['seq_s']:,.0f} ({r['in_flight']})", f"{r['tokens_s']:,}",
+            f"{r['old_p50_ms']:.2f}", f"{r['old_seq_s']:,.1f}", f"{r['ratio']:.1f}x",
+        ))  # fmt: skip
+    title = f"torch-gpu through tritonserver vs the old runtime — {result['device']}"
+    print_table(title, columns, rows)
+    for name, t in result["targets"].items():
+        console.print(
+            f"{name}: {t['got']} (target {t['target']}) {'MET' if t['met'] else 'MISSED'}"
+        )
+    for name, reason in result.get("load_failed", {}).items():
+        console.print(f"variant {name} not served, failed to load: {reason.splitlines()[0]}")
+    for v in [v for v in result["variants"] if v["name"] in result["served"]][1:]:
+        s = result["served"][v["name"]]
+        best = {k: max(x["seq_s"] for x in p["sweep"]) for k, p in s.items() if p["sweep"]}
+        lat = {k: p["one_at_a_time"]["p50_ms"] for k, p in s.items() if p["one_at_a_time"]}
+        console.print(f"variant {v.get('label', v['name'])}: p50 {lat} seq/s {best}")
+    for name, row in result.get("against_references", {}).items():
+        console.print(f"served default against {name} (in-process, same run): {row}")
+    for name, check in result.get("parity", {}).items():
+        console.print(f"parity {name}: {check}")

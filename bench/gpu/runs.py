@@ -1,5 +1,5 @@
 """The GPU bench's runs on docq's side: the bulk job with small jobs meanwhile, Triton alone
-on worker-like batches, the long upload, and the scaling sweep over bulk workers."""
+on worker-like batches, and the long upload."""
 
 from __future__ import annotations
 
@@ -12,16 +12,8 @@ import httpx
 
 from bench.corpus import windows_of
 from bench.docq_jobs import run_docq, submit, wait_job
-from bench.gpu.measure import (
-    Budget,
-    GpuSampler,
-    gpu_processes,
-    stats_delta,
-    tiers,
-    triton_stats,
-)
+from bench.gpu.measure import GpuSampler, gpu_processes, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
-from bench.gpu.report import console
 from bench.measure import percentile, worker_batches
 from bench.procs import tree
 from bench.stack import Stack
@@ -35,23 +27,25 @@ from workers.inference import TritonInference
 
 
 class SmallJobs:
-    """3-document jobs, one after the other every `every` seconds, timed from the upload
-    to `succeeded`, in a thread of their own while a bulk job runs."""
+    """3-document jobs, one after the other every `every` seconds from the first batch the
+    bulk workers send, timed from the upload to `succeeded`, in a thread of their own while
+    a bulk job runs."""
 
-    def __init__(
-        self, url: str, headers: dict[str, str], docs: Sequence[LabelledDocument], every: float
-    ) -> None:
-        self.url, self.headers, self.docs, self.every = url, headers, docs, every
+    def __init__(self, stack: Stack, docs: Sequence[LabelledDocument], every: float) -> None:
+        self.stack, self.docs, self.every = stack, docs, every
         self.samples: list[tuple[float, float, str]] = []  # (start, end, status)
+        self._first_batch = started(stack)
         self._running = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def start(self) -> None:
         self._running.set()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
-        with httpx.Client(base_url=self.url, headers=self.headers, timeout=60) as http:
+        deadline = time.monotonic() + 120
+        while self._running.is_set() and time.monotonic() < deadline and not self._first_batch():
+            time.sleep(0.1)
+        stack = self.stack
+        with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as http:
             i = 0
             while self._running.is_set():
                 batch = [self.docs[(i + k) % len(self.docs)] for k in range(3)]
@@ -99,35 +93,20 @@ def run_bulk(
     docs: Sequence[LabelledDocument],
     windows: int,
     sampler: GpuSampler,
-    small: Sequence[LabelledDocument] | None = None,
-    small_every: float = 0.5,
+    small: Sequence[LabelledDocument],
+    small_every: float,
 ) -> dict[str, Any]:
-    """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and, with
-    `small`, 3-document jobs meanwhile (from the first batch the bulk workers send)."""
-    probe: SmallJobs | None = None
-    watcher: threading.Thread | None = None
-    if small:
-        probe = SmallJobs(stack.url, stack.headers, small, small_every)
-        first_batch = started(stack)
-
-        def start_when_running() -> None:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not first_batch():
-                time.sleep(0.1)
-            probe.start()
-
-        watcher = threading.Thread(target=start_when_running, daemon=True)
-        watcher.start()
+    """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and
+    3-document jobs of `small` meanwhile (SmallJobs)."""
+    probe = SmallJobs(stack, small, small_every)
     held_before = gpu_processes()
     triton_before = triton_stats(stack.triton_url, MODEL)
     t0 = time.monotonic()
     out = run_docq(stack, docs)
     t1 = time.monotonic()
     out["triton"] = stats_delta(triton_before, triton_stats(stack.triton_url, MODEL))
-    if probe is not None and watcher is not None:
-        watcher.join(5)
-        probe.stop()
-        out["small_jobs"] = small_job_stats(probe.samples, t0, t1)
+    probe.stop()
+    out["small_jobs"] = small_job_stats(probe.samples, t0, t1)
     out["workers"] = stack.bulk_workers
     out["windows"] = windows
     out["windows_per_s"] = round(windows / out["elapsed_s"], 1)
@@ -205,29 +184,3 @@ def upload_long_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str
         "results_after_s": round(done, 2),
         "failed": job["progress"]["documents_failed"],
     }
-
-
-def run_scaling(
-    stack: Stack,
-    docs: Sequence[LabelledDocument],
-    windows: int,
-    counts: Sequence[int],
-    sampler: GpuSampler,
-    budget: Budget,
-) -> list[dict[str, Any]]:
-    """The same documents with fewer and fewer bulk workers."""
-    points: list[dict[str, Any]] = []
-    for n in sorted(counts, reverse=True):
-        rate = points[-1]["docs_per_s"] * n / points[-1]["workers"] if points else 100.0
-        if not budget.allows(15 + len(docs) / max(rate, 1.0), f"scaling point {n} workers"):
-            break
-        stack.keep_workers(n)
-        if stack.bulk_workers < n:
-            stack.add_workers(n - stack.bulk_workers)
-        point = run_bulk(stack, docs, windows, sampler)
-        points.append(point)
-        console.print(
-            f"  {n} workers: {point['docs_per_s']} docs/s, GPU {point['gpu'].get('util_mean')}%,"
-            f" workers {point['worker_cores_busy']} cores"
-        )
-    return sorted(points, key=lambda p: p["workers"])

@@ -15,14 +15,13 @@ through gRPC:
 In the same run, before the server starts, the old runtime: PyTorch FP32 eager in-process,
 one synchronous call per request, as the old FastAPI service ran it. Each `--variant`
 (NAME or NAME:key=value,...) is one more model in the same server with Target fields
-overridden; the first is the generated default and gets the full sweep. With
-`--latency-rounds N`, every variant's (1,512) p50 is measured again N times in alternating
-order, so that a difference between variants is not the order they ran in. Prints the table
-(rich) and writes the JSON to --out.
+overridden; the first is the generated default and gets the full sweep. transformers FP16
+eager in-process is timed beside them (`--no-references` skips it). Prints the table (rich)
+and writes the JSON to --out.
 
-Its parts: the model and its variants (model.py), the requests (shapes.py), the old runtime
-and the other in-process references (references.py), the clients that measure the server
-(clients.py), the report (serve_report.py); the server is devstack's `triton_server`, as
+Its parts: the model and its variants (model.py), the requests and the clients that measure
+the server (clients.py), the old runtime and the other in-process reference
+(references.py), the report (report.py); the server is devstack's `triton_server`, as
 the tests start it.
 
     # on the H200 (docs/performance.md has the exact command):
@@ -44,12 +43,11 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from bench.gpu.clients import Load, batch_stats, one_at_a_time, parity, sweep
+from bench.gpu.clients import SHAPES, VARIANT_SHAPES, Load, key, one_at_a_time, parity, sweep
+from bench.gpu.measure import triton_stats
 from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
-from bench.gpu.references import old_runtime, references
-from bench.gpu.report import tree_note
-from bench.gpu.serve_report import against_references, latency_rounds, show, summarise, targets
-from bench.gpu.shapes import SHAPES, VARIANT_SHAPES, key
+from bench.gpu.references import hf_fp16_eager, old_runtime
+from bench.gpu.report import against_references, serve_table, serve_targets, show_serve, tree_note
 from devstack.services import LoadFailed, triton_server
 
 # Requests in flight per level. A model of max_batch_size B is saturated only when more
@@ -73,18 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--processes", type=int, default=8, help="client processes")
     ap.add_argument("--load-timeout", type=float, default=400)
     ap.add_argument(
-        "--latency-rounds",
-        type=int,
-        default=0,
-        help="after the variants, (1,512) one at a time again for each, this many rounds in "
-        "alternating order, with each variant's paired difference from the first",
-    )
-    ap.add_argument(
-        "--references-timeout",
-        type=float,
-        default=240,
-        help="seconds for the in-process references (HF FP16 eager, torch.compile "
-        "max-autotune with CUDA graphs); 0 skips them",
+        "--no-references", action="store_true", help="skip transformers FP16 eager in-process"
     )
     ap.add_argument(
         "--log", type=Path, default=None, help="tritonserver's log (default: beside --out)"
@@ -168,11 +155,9 @@ def main() -> None:
     result["old_runtime"] = old_runtime(work / "checkpoint", device, 20 if on_gpu else 5)
     reference = result["old_runtime"].pop("parity_reference")
     print(f"old runtime: { {k: v['p50_ms'] for k, v in result['old_runtime'].items()} }")
-    if args.references_timeout > 0:
-        repeat = 20 if on_gpu else 3
-        result["references"] = references(
-            work / "checkpoint", device, repeat, args.references_timeout, work
-        )
+    if not args.no_references:
+        hf = hf_fp16_eager(work / "checkpoint", device, 20 if on_gpu else 3)
+        result["references"] = {"hf-fp16-eager": hf}
         print(f"references: {json.dumps(result['references'])[:600]}", flush=True)
     repo = work / "repo"
     result["configs"] = {}
@@ -206,26 +191,17 @@ def main() -> None:
                 result.setdefault("parity", {})[v.name] = parity(url, v.name, reference)
                 print(f"{v.name} parity: {result['parity'][v.name]}", flush=True)
                 result["served"][v.name] = served
-                result.setdefault("batch_sizes", {})[v.name] = batch_stats(url, v.name)
-            if args.latency_rounds and len(variants) > 1:
-                shape = SHAPES[1]  # (1, 512): the latency target's
-
-                def p50(name: str) -> float:
-                    return float(one_at_a_time(url, name, shape, args.requests)["p50_ms"])
-
-                result["latency_rounds"] = latency_rounds(
-                    p50, [v.name for v in variants], args.latency_rounds, key(shape)
-                )
+                result.setdefault("batch_sizes", {})[v.name] = triton_stats(url, v.name)["rows"]
     finally:
         load.close()
         shutil.rmtree(work, ignore_errors=True)
-    result["table"] = summarise(result)
-    result["targets"] = targets(result["table"])
+    result["table"] = serve_table(result)
+    result["targets"] = serve_targets(result["table"])
     if "references" in result:
         result["against_references"] = against_references(result["table"], result["references"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    show(result)
+    show_serve(result)
 
 
 if __name__ == "__main__":

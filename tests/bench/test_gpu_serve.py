@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu import serve, serve_report, shapes
+from bench.gpu import clients, report, serve
 from bench.gpu.model import DEFAULT, MAX_LEN, PARAM, Variant, publish_variant
 from conversion.defaults import TORCH_GPU
 
@@ -37,49 +37,49 @@ def test_a_variant_sets_the_batch_size_and_the_workers_token_budget(tmp_path: Pa
 
 
 def test_a_partial_last_row_is_padded_and_counted_as_real_tokens() -> None:
-    ids, mask = shapes.windows(7, 512, seed=3, last=0.6)
+    ids, mask = clients.windows(7, 512, seed=3, last=0.6)
     assert ids.shape == mask.shape == (7, 512)
-    assert int(mask.sum()) == shapes.real_tokens((7, 512, 0.6)) == 6 * 512 + 307
+    assert int(mask.sum()) == clients.real_tokens((7, 512, 0.6)) == 6 * 512 + 307
     assert (ids[-1, 307:] == 1).all() and (ids[:, 0] == 0).all()
-    assert [shapes.key(s) for s in shapes.SHAPES][-2:] == ["7x512", "7x512p"]
-    assert sum(len(ids) for ids, _ in shapes.parity_batches()) == 128
+    assert [clients.key(s) for s in clients.SHAPES][-2:] == ["7x512", "7x512p"]
+    assert sum(len(ids) for ids, _ in clients.parity_batches()) == 128
 
 
 def _result(seq_s: dict[str, float], p50_ms: float, old_seq_s: float) -> dict:
     """A run's result as serve.main() records it, with only what the report reads."""
     served = {
-        shapes.key(s): {
+        clients.key(s): {
             "one_at_a_time": {"p50_ms": p50_ms, "p95_ms": 2 * p50_ms},
             "sweep": [
-                {"in_flight": 8, "seq_s": seq_s[shapes.key(s)] / 2, "tokens_s": 1},
+                {"in_flight": 8, "seq_s": seq_s[clients.key(s)] / 2, "tokens_s": 1},
                 {
                     "in_flight": 16,
-                    "seq_s": seq_s[shapes.key(s)],
-                    "tokens_s": round(seq_s[shapes.key(s)] * shapes.real_tokens(s) / s[0]),
+                    "seq_s": seq_s[clients.key(s)],
+                    "tokens_s": round(seq_s[clients.key(s)] * clients.real_tokens(s) / s[0]),
                 },
             ],
         }
-        for s in shapes.SHAPES
+        for s in clients.SHAPES
     }
-    old = {shapes.key(s): {"p50_ms": 10.0, "seq_s": old_seq_s} for s in shapes.SHAPES}
+    old = {clients.key(s): {"p50_ms": 10.0, "seq_s": old_seq_s} for s in clients.SHAPES}
     return {"variants": [{"name": "d"}], "served": {"d": served}, "old_runtime": old}
 
 
 def test_the_report_takes_each_shapes_best_level_against_the_old_runtime() -> None:
     seq_s = {"1x256": 900.0, "1x512": 500.0, "2x512": 1500.0, "7x512": 1750.0, "7x512p": 1700.0}
-    table = serve_report.summarise(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
+    table = report.serve_table(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
     by = {row["shape"]: row for row in table}
-    assert list(by) == [shapes.key(s) for s in shapes.SHAPES]
+    assert list(by) == [clients.key(s) for s in clients.SHAPES]
     assert by["2x512"]["seq_s"] == 1500.0 and by["2x512"]["in_flight"] == 16
     assert by["2x512"]["ratio"] == 15.0 and by["7x512p"]["old_seq_s"] == 100.0
-    got = serve_report.targets(table)
+    got = report.serve_targets(table)
     assert {k: t["met"] for k, t in got.items()} == {
         "p50_ms_1x512": True,
         "seq_s_7x512": True,
         "ratio_2x512": True,
         "tokens_7x512p_over_full": False,  # 1700 x 3379 real tokens < 1750 x 3584
     }
-    slow = serve_report.targets(serve_report.summarise(_result(seq_s, 3.0, 200.0)))
+    slow = report.serve_targets(report.serve_table(_result(seq_s, 3.0, 200.0)))
     assert not slow["p50_ms_1x512"]["met"] and not slow["ratio_2x512"]["met"]
 
 
@@ -90,59 +90,30 @@ def test_a_variant_that_failed_to_load_is_reported_and_the_next_one_summarised(
     result = _result(seq_s, p50_ms=2.0, old_seq_s=100.0)
     result["variants"] = [{"name": "cudnn", "overrides": {}}, *result["variants"]]
     result["load_failed"] = {"cudnn": "Internal: AcceleratorError: capture invalidated\nAt: ..."}
-    result["table"] = serve_report.summarise(result)  # the served "d", not the failed first
-    result["targets"] = serve_report.targets(result["table"])
+    result["table"] = report.serve_table(result)  # the served "d", not the failed first
+    result["targets"] = report.serve_targets(result["table"])
     result["device"] = "NVIDIA H200"
     assert result["table"][2]["seq_s"] == 1500.0
-    serve_report.show(result)
+    report.show_serve(result)
     assert "variant cudnn not served, failed to load: Internal: AcceleratorError" in (
         capsys.readouterr().out
     )
 
 
-def test_latency_rounds_alternate_the_order_and_pair_each_round(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # A machine that gets slower with every measurement (0.1 ms each): run in one order,
-    # "b" would look 0.1 ms slower than "a" though both cost 2.0 ms; alternated, the
-    # paired differences cancel to 0, and a variant that does cost 0.3 ms more shows it.
-    order: list[str] = []
-    cost = {"a": 2.0, "b": 2.0, "c": 2.3}
-
-    def measure(name: str) -> float:
-        order.append(name)
-        return cost[name] + 0.1 * len(order)
-
-    got = serve_report.latency_rounds(measure, ["a", "b", "c"], 4, "1x512")
-    assert order == ["a", "b", "c", "c", "b", "a"] * 2
-    assert got["against"] == "a" and got["shape"] == "1x512"
-    assert [round(x, 3) for x in got["p50_ms"]["a"]] == [2.1, 2.6, 2.7, 3.2]
-    assert got["paired_delta_ms"]["b"]["median"] == 0.0
-    assert got["paired_delta_ms"]["c"]["median"] == pytest.approx(0.3)
-    assert got["paired_delta_ms"]["c"]["min"] == pytest.approx(0.1)  # round 1: c ran last
-    result = {"latency_rounds": got, "table": [], "targets": {}, "variants": [], "served": {},
-              "device": "cpu"}  # fmt: skip
-    serve_report.show(result)
-    assert "c +0.300 (+0.100..+0.500) ms" in " ".join(capsys.readouterr().out.split())
-
-
 def test_the_served_default_is_set_against_each_in_process_reference() -> None:
     seq_s = {"1x256": 900.0, "1x512": 500.0, "2x512": 1500.0, "7x512": 1750.0, "7x512p": 1700.0}
-    table = serve_report.summarise(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
+    table = report.serve_table(_result(seq_s, p50_ms=2.0, old_seq_s=100.0))
     refs = {
         "hf-fp16-eager": {"shapes": {"1x512": {"p50_ms": 3.0, "seq_s": 333.3},
                                      "2x512": {"p50_ms": 4.0, "seq_s": 500.0},
                                      "7x512": {"p50_ms": 7.0, "seq_s": 1000.0},
                                      "126x512": {"p50_ms": 90.0, "seq_s": 1400.0}}},
-        "compile-max-autotune": {"shapes": {"1x512": {"p50_ms": 2.5, "seq_s": 400.0}},
-                                 "compile_s": 61.0,
-                                 "skipped": {"shapes": ["2x512"], "why": "deadline"}},
+        "partial": {"shapes": {"1x512": {"p50_ms": 2.5, "seq_s": 400.0}}},
     }  # fmt: skip
-    got = serve_report.against_references(table, refs)
+    got = report.against_references(table, refs)
     hf = got["hf-fp16-eager"]
     assert hf["latency_1x512_ratio"] == 1.5  # 3.0 ms in-process against 2.0 served
     assert hf["best_seq_s_7x512"] == 1400.0 and hf["ratio_7x512"] == 1.25  # its best batch
     assert hf["ratio_2x512"] == round(1500 / 1400, 2)
-    compiled = got["compile-max-autotune"]
-    assert compiled["compile_s"] == 61.0 and compiled["skipped"]["why"] == "deadline"
-    assert "ratio_7x512" not in compiled  # not measured: no ratio made up
+    assert got["partial"] == {"p50_1x512_ms": 2.5, "latency_1x512_ratio": 1.25}
+    assert "ratio_7x512" not in got["partial"]  # not measured: no ratio made up
