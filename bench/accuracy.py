@@ -1,7 +1,8 @@
-"""A published model's accuracy per form users send (text, a PDF with a text layer, a DOCX,
-a scan at 300 dpi) on the blind evaluation set (samples/eval/, issue 38; doc-type on its
-doc-type documents, doc-lang on its doc-lang ones) or on doc-type documents in the
-generator's unseen templates (issue 21).
+"""A published model's accuracy on labelled documents in each form users send.
+
+The forms: text, a PDF with a text layer, a DOCX, a scan at 300 dpi. The sets: the blind
+evaluation set (samples/eval/, issue 38; doc-type on its doc-type documents, doc-lang on
+its doc-lang ones), or doc-type documents in the generator's unseen templates (issue 21).
 
 Each document is rendered in each form (bench.eval_forms), read back through the workers'
 own extraction (`docq.extract` on the type it sniffs, as the API does: OCR for scans),

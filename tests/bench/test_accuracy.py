@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import accuracy
-from bench.eval_forms import frozen, items, unseen
+from bench import accuracy, eval_forms
+from bench.eval_forms import frozen, items, sha256, unseen
 from corpus.doc_type import LABELS as DOC_TYPES
 
 REPOSITORY = Path(__file__).resolve().parents[2] / "model_repository"
@@ -107,3 +107,20 @@ def test_the_unseen_templates_give_a_report_that_adds_up(tmp_path: Path) -> None
         assert form["extraction_failed"] == 0 and form["chars_mean"] > 200, name
         assert form["target"] == accuracy.TARGETS["unseen"][name]
         assert form["bytes_match_forms_sha256"] is None
+
+
+def test_render_writes_the_frozen_bytes_and_fails_on_any_that_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = items()[0]  # its PDF and DOCX are frozen
+    monkeypatch.setattr(eval_forms, "items", lambda: [one])
+    monkeypatch.setattr(eval_forms, "FORMS", ("text", "pdf", "docx"))  # a scan takes seconds
+    real = frozen()
+    pdf, docx = one.name("pdf"), one.name("docx")
+    monkeypatch.setattr(accuracy, "frozen", lambda: {pdf: real[pdf], docx: "0" * 64})
+    with pytest.raises(SystemExit) as done:
+        accuracy.main(["--render", str(tmp_path), "--processes", "1"])
+    out = capsys.readouterr().out
+    assert done.value.code == 1 and docx in out and pdf not in out
+    for name in (pdf, docx):
+        assert sha256((tmp_path / name).read_bytes()) == real[name]
