@@ -204,7 +204,8 @@ def _run(command: list[str]) -> str | None:
 
 def measure(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     """Read every document in every form, classify, score."""
-    reads = read_all(_documents(args), args.forms, args.processes)
+    chosen = _documents(args)
+    reads = read_all(chosen, args.forms, args.processes)
     labels_of, labels = classifier(args.repository, args.model)
     onnx = args.repository / args.model / "1" / "model.onnx"
     report: dict[str, Any] = {
@@ -214,7 +215,7 @@ def measure(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         "model": args.model,
         "model_sha256": hashlib.sha256(onnx.read_bytes()).hexdigest(),
         "set": args.set,
-        "documents": len(_documents(args)),
+        "documents": len(chosen),
         "labels": labels,
         "tesseract": _run(["tesseract", "--version"]),
         "git_commit": _run(["git", "rev-parse", "HEAD"]),
