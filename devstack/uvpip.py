@@ -4,7 +4,7 @@ environment, with the package sources pip is configured with.
 `make install` gives it uv.lock's pins, exported (`uv export`): every package at its locked
 version, from whichever of these sources has it. Why uv: it installs the same pins as pip
 about fifteen times faster (the install was a third of the first `make up`:
-bench/startup.py). Why this file: uv does not
+docs/performance.md, Start-up). Why this file: uv does not
 read pip's configuration, and on a machine whose pip is pointed at local wheels (the CPU
 build of torch lies on disk; an unpinned index would give the multi-GB CUDA build) uv must
 look there too. `pip config list` gives what every scope (the environment, the files)

@@ -15,8 +15,7 @@ Everything else travels with the call, 64 MiB at most in all, the working tree i
   SCANS_WHEELS), installed here for cp312 (`pip install --target`) and packed as one
   archive of their files, `site/…`: xz over the whole folder packs 22.8 MB of zip wheels
   into 14.7 MB. `--profile scans` adds Tesseract's English data (`tessdata/`, from Debian's
-  tesseract-ocr-eng). `--wheels` carries the wheels themselves instead, in `wheels/` (the
-  older form; remote.sh installs them when no site.tar.xz is there).
+  tesseract-ocr-eng).
 - `debs/`: Debian's redis-server (the packages named in DEBS: the server and the
   libraries `ldd` names for it), unpacked there into a folder of their own, never into
   `/`; remote.sh puts on the loader's path only the libraries the device lacks.
@@ -121,7 +120,17 @@ DEBS = [
     "libatomic1",
 ]
 
-PROFILES = {"text": WHEELS, "scans": WHEELS + SCANS_WHEELS}
+# `docq convert` on the device's CPU cores (bench.gpu.parity run --cpu): the exporter and
+# ONNX Runtime at the versions tested here. The device's own transformers (5.17) exports an
+# attention graph that ONNX Runtime's optimizer does not fuse, and convert refuses it
+# (2026-12-06); transformers 5.25 needs a newer huggingface-hub, and that its own deps.
+CONVERT_WHEELS = pins(
+    *("transformers", "huggingface-hub", "kernels", "tomlkit", "regex", "click", "hf-xet"),
+    *("httpx2", "httpcore2", "truststore", "anyio", "idna", "h11", "typing-extensions"),
+    "onnxruntime",
+)
+
+PROFILES = {"text": WHEELS, "scans": WHEELS + SCANS_WHEELS, "convert": WHEELS + CONVERT_WHEELS}
 
 INIT = (
     '''"""nvidia-pytriton's tritonserver folder only, trimmed by docq's bench/gpu/pack.py."""\n'''
@@ -183,13 +192,6 @@ def _pip_for(python: str) -> list[str]:
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
     return cmd
-
-
-def download_wheels(dest: Path, pins: list[str], python: str = STUB_PYTHON) -> None:
-    """cp312 manylinux wheels of `pins`, no dependencies (each one is pinned above)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", *_pip_for(python), "-d", str(dest)]
-    subprocess.run([*cmd, *pins], check=True)
 
 
 def install_site(site: Path, pins: list[str], python: str = STUB_PYTHON) -> Path:
@@ -280,13 +282,15 @@ def budget(devpack: Path, repo: Path = REPO, limit_mib: float = LIMIT_MIB) -> tu
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", choices=PROFILES, default="text", help="scans: OCR and scans")
+    ap.add_argument(
+        "--profile", choices=PROFILES, default="text",
+        help="scans: OCR and scans; convert: docq convert's exporter (parity run --cpu)",
+    )  # fmt: skip
     ap.add_argument("--skip-server", action="store_true", help="keep the packed server")
     ap.add_argument("--tree", action="store_true", help="only tree.tar.xz, the checkout now")
     ap.add_argument(
         "--tree-note", action="store_true", help="only TREE.txt: the commit the calls will run"
     )
-    ap.add_argument("--wheels", action="store_true", help="wheels/, not site.tar.xz (text only)")
     ap.add_argument("--site-only", action="store_true", help="only site.tar.xz")
     ap.add_argument("--python", default=STUB_PYTHON, help="the site's python (3.11: this one)")
     ap.add_argument("--devpack", type=Path, default=DEVPACK, help="the folder to fill")
@@ -294,8 +298,6 @@ def main() -> None:
     dest: Path = args.devpack
     dest.mkdir(parents=True, exist_ok=True)
     scans = args.profile == "scans"
-    if args.wheels and scans:
-        sys.exit("--profile scans carries Tesseract's data in site.tar.xz: leave out --wheels")
     if args.tree_note:  # the working tree travels as is; this names its commit
         (dest / "TREE.txt").write_text(tree_note())
         print(f"wrote {dest / 'TREE.txt'}: {tree_note().splitlines()[0]}")
@@ -306,14 +308,9 @@ def main() -> None:
     else:
         if not args.skip_server or not (dest / "tritonserver.tar.xz").exists():
             print(f"packed {pack_tritonserver(dest)}")
-        # one form of the packages at a time, and scans only in their profile: what is in
-        # the folder is what travels and what the budget counts
-        if args.wheels:
-            (dest / "site.tar.xz").unlink(missing_ok=True)
-            download_wheels(dest / "wheels", WHEELS)
-        else:
-            shutil.rmtree(dest / "wheels", ignore_errors=True)
-            print(f"packed {pack_site(dest, PROFILES[args.profile], args.python, ocr=scans)}")
+        # scans only in their profile: what is in the folder is what travels and what the
+        # budget counts
+        print(f"packed {pack_site(dest, PROFILES[args.profile], args.python, ocr=scans)}")
         download_debs(dest / "debs", DEBS)
         if scans:
             print(f"rendered {render_scans(dest, SCANS['n'], SCANS['seed'])}")

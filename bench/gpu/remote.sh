@@ -17,12 +17,7 @@ mkdir -p "$DEVPACK_ROOT/site" || return 1
 if [ -f "$DEVPACK_DIR/tritonserver.tar.xz" ]; then  # not carried for CPU-only runs
     tar -xJf "$DEVPACK_DIR/tritonserver.tar.xz" -C "$DEVPACK_ROOT" || return 1
 fi
-if [ -f "$DEVPACK_DIR/site.tar.xz" ]; then  # the packages installed, as one archive: site/
-    tar -xJf "$DEVPACK_DIR/site.tar.xz" -C "$DEVPACK_ROOT" || return 1
-else  # the older form (pack.py --wheels): the wheels themselves
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target "$DEVPACK_ROOT/site" "$DEVPACK_DIR"/wheels/*.whl || return 1
-fi
+tar -xJf "$DEVPACK_DIR/site.tar.xz" -C "$DEVPACK_ROOT" || return 1  # the packages: site/
 if [ -d "$DEVPACK_ROOT/tessdata" ]; then  # --profile scans: Tesseract's data, for OCR
     export DOCQ_EXTRACT_TESSDATA_DIR="$DEVPACK_ROOT/tessdata"
 fi

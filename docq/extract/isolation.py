@@ -13,7 +13,7 @@ to Python:
 
 A child that dies or overruns is replaced; its document fails as "timeout", "too_large" or
 "unreadable". Children come from a forkserver that has imported the parsers, so a
-replacement costs a fork, not an interpreter start (bench/extract.py measures the per-call
+replacement costs a fork, not an interpreter start (docs/performance.md gives the per-call
 cost); children are reused across documents.
 """
 

@@ -3,7 +3,7 @@
 tesserocr, not pytesseract: it calls libtesseract in this process (its wheel carries the
 library; only the language data comes from Debian), so a page costs no fork + exec + PNG
 round trip through a temporary file, and one engine (~80 ms to load) serves every page of
-a process. bench/extract.py measures both. Isolation from a misbehaving page is
+a process (both measured: docs/performance.md). Isolation from a misbehaving page is
 docq.extract.isolation's job, not a subprocess per page.
 
 Where no language data is installed (the GPU device: Tesseract is a Debian package), OCR is

@@ -1,6 +1,6 @@
 """PDF: the text layer through pypdfium2 (PDFium, Chrome's PDF engine), OCR where a page has none.
 
-pypdfium2 rather than pypdf: bench/extract.py measures both on the same corpus (it reads
+pypdfium2 rather than pypdf: docs/performance.md has both measured on one corpus (it reads
 the text layer several times faster, and it renders pages for OCR, which pypdf cannot).
 Before PDFium sees the file: the header, the end marker (a truncated download) and the
 total a Flate stream inflates to (bombs.py) are checked; the page count before any page is

@@ -1,13 +1,11 @@
 """bench/gpu/pack.py and remote.sh: the size budget of what a device call carries, and the
-site archive's round trip through the lines remote.sh runs on the device (and the older
-wheels when no archive is there)."""
+site archive's round trip through the lines remote.sh runs on the device."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -43,20 +41,6 @@ def test_the_budget_counts_the_tree_and_refuses_what_would_not_travel(tmp_path: 
     assert pack.budget(tmp_path / "over", _tree(tmp_path / "small", 1.0))[0]
 
 
-def _wheel(dest: Path, name: str) -> Path:
-    """A minimal pure-Python wheel of one module `name` (what pip installs --target)."""
-    path = dest / f"{name}-1.0-py3-none-any.whl"
-    info = f"{name}-1.0.dist-info"
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr(f"{name}.py", "WHERE = 'wheel'\n")
-        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-        z.writestr(
-            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        )
-        z.writestr(f"{info}/RECORD", "")
-    return path
-
-
 def _remote(devpack: Path, root: Path, probe: str) -> subprocess.CompletedProcess[str]:
     """`source remote.sh` as the device runs it (DEVPACK_DIR, DEVPACK_ROOT), then `probe`."""
     root.mkdir(exist_ok=True)
@@ -81,25 +65,14 @@ def test_the_site_archive_extracts_to_an_importable_layout_with_tessdata(tmp_pat
     devpack = tmp_path / "devpack"
     devpack.mkdir()
     pack.site_archive(devpack / "site.tar.xz", folder)
-    (devpack / "wheels").mkdir()
-    _wheel(devpack / "wheels", "docqprobe")
     done = _remote(devpack, tmp_path / "root", PROBE)
     assert done.returncode == 0, done.stderr
-    # the archive wins over the older wheels beside it, and its tessdata/ is what OCR reads
+    # the archive's packages import, and its tessdata/ is what OCR reads
     assert done.stdout.splitlines() == ["archive", f"tessdata={tmp_path}/root/tessdata"]
     assert (tmp_path / "root" / "tessdata" / "eng.traineddata").is_file()
 
 
-def test_without_the_archive_remote_sh_installs_the_wheels_as_before(tmp_path: Path) -> None:
-    devpack = tmp_path / "devpack"
-    (devpack / "wheels").mkdir(parents=True)
-    _wheel(devpack / "wheels", "docqprobe")
-    done = _remote(devpack, tmp_path / "root", PROBE)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["wheel", "tessdata="]
-
-
-@pytest.mark.parametrize("profile", ["text", "scans"])
+@pytest.mark.parametrize("profile", ["text", "scans", "convert"])
 def test_each_profile_names_its_packages_once(profile: str) -> None:
     names = [pin.split("==")[0].lower() for pin in pack.PROFILES[profile]]
     assert len(names) == len(set(names))

@@ -8,6 +8,8 @@ still finishes. The PDF's text is classified as the same text uploaded as text i
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -73,11 +75,14 @@ def test_a_pdf_an_html_mail_and_a_text_are_read_classified_and_a_broken_file_fai
 
 
 def test_a_mixed_upload_with_the_six_bad_kinds_classifies_the_rest_and_answers_each_bad_one(
-    api: TestClient, worker: object, extract_worker: object, redis_url: str
+    api: TestClient,
+    worker: subprocess.Popen[bytes],
+    extract_worker: subprocess.Popen[bytes],
+    redis_url: str,
 ) -> None:
     """Issue 37's upload in small: good files between the six bad kinds, one 202; the bad
     ones found at upload and those found reading each end as that document's error_code,
-    every document answered once, the job succeeded."""
+    every document answered once, the job succeeded, and no Celery worker died."""
     from tests.support.files import BAD_KINDS as KINDS
     from tests.support.files import DOCX_TYPE, docx
 
@@ -109,3 +114,5 @@ def test_a_mixed_upload_with_the_six_bad_kinds_classifies_the_rest_and_answers_e
     assert all("label" in results[k] for k in ("invoice.pdf", "letter.docx", "lease.txt"))
     store = JobStore.from_url(redis_url, shard_size=8, ttl_s=3600)
     assert store.answers(job["id"]) == dict.fromkeys(range(n), 1)
+    # a bad file costs its document, not a worker (an extract child it kills is replaced)
+    assert worker.poll() is None and extract_worker.poll() is None

@@ -14,23 +14,22 @@ documents/s at which it would fill its one core. Each client process plays, in t
 - every `sweep_interval_s`, a worker's sweeper round (`sweep`, `audit`), jobs due for audit
   1 s after they were written instead of 30 s, so that a short run retires every job.
 
-Not reproduced: Celery's task events and its consumer's BRPOP loop.
+Not reproduced: Celery's task events and its consumer's BRPOP loop. Before the load, INFO's
+`used_memory` per document with jobs queued and then with their results stored.
 
-    python -m bench.redis_load --clients 16 --seconds 45 --out redis-load.json
+    python -m bench.sizing redis --clients 2 --seconds 20 --out redis-load.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
-import os
 import random
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 from kombu.simple import SimpleQueue
@@ -38,7 +37,7 @@ from kombu.simple import SimpleQueue
 from api.deps import Resources
 from api.submissions import submit
 from bench.procs import CpuMeter, listener
-from bench.redis_report import print_table, summarise
+from bench.sizing import Rows, used_memory
 from corpus.doc_type import LABELS, generate
 from devstack.services import redis_server
 from docq import webhooks
@@ -53,13 +52,23 @@ from workers.audit import audit
 from workers.sweeper import Lease, sweep
 
 MODEL = "doc-type"
+PAGE = 100  # the results page limit a client reads with: the API's default
+# What 8 H200s would ask of one Redis: 8 x about 700 documents/s (docs/performance.md).
+EIGHT_GPUS_DOCS_PER_S = 5600
+SHOWN = (
+    "wall_s", "jobs", "documents", "incomplete_jobs", "docs_per_s", "redis_cpu_s",
+    "redis_utilisation", "redis_cpu_ms_per_doc", "redis_saturation_docs_per_s",
+    "over_eight_gpus", "clients_cpu_s", "clients_cores_busy",
+)  # fmt: skip
 
 
-class _Catalog:
-    """The model catalogue's stand-in: Triton is not part of this load."""
-
-    def require(self, name: str) -> None:
-        return None
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clients", type=int, default=mp.cpu_count())
+    p.add_argument("--docs-per-job", type=int, default=64)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--memory-jobs", type=int, default=50)
+    p.add_argument("--drain-s", type=float, default=30, help="to finish jobs after --seconds")
+    p.add_argument("--data-dir", type=Path, help="redis-server's directory (default: temporary)")
 
 
 def _result(doc_id: str, rng: random.Random) -> dict[str, Any]:
@@ -73,18 +82,18 @@ def _result(doc_id: str, rng: random.Random) -> dict[str, Any]:
 class Side:
     """One client process's API, worker and client, on its own tenant and connections."""
 
-    def __init__(self, url: str, name: str, docs_per_job: int, page: int) -> None:
+    def __init__(self, url: str, name: str, docs_per_job: int) -> None:
         self.settings = Settings(redis_url=url, broker_url=url, api_key_secret="redis-load")
         s = self.settings
         self.store = JobStore.from_url(url, shard_size=s.shard_size, ttl_s=s.job_ttl_s)
         self.celery = make_celery(s)
-        catalog = cast(ModelCatalog, _Catalog())
+        # the model catalogue's stand-in: Triton is not part of this load
+        catalog = cast(ModelCatalog, SimpleNamespace(require=lambda name: None))
         self.deps = Resources(s, self.store, catalog, self.celery)
         self.tenants = Tenants(self.store.r, secret=s.api_key_secret)
         self.tenant = name
         _, self.api_key = self.tenants.create_key(name)
         self.docs = generate(docs_per_job, seed=1)
-        self.page = page
         self.rng = random.Random(name)
         self.conn = self.celery.connection_for_read()
         self.lanes: dict[str, SimpleQueue] = {}
@@ -150,7 +159,7 @@ class Side:
         labelled, cursor = 0, 0
         while True:
             job = self.store.get_job(job_id, tenant=self._auth())
-            data, nxt = self.store.results_page(job, cursor, self.page)
+            data, nxt = self.store.results_page(job, cursor, PAGE)
             labelled += sum(1 for r in data if "label" in r)
             if nxt is None:
                 return labelled
@@ -158,7 +167,7 @@ class Side:
 
 
 def _client(i: int, url: str, args: argparse.Namespace, go: Any, out: Any, leave: Any) -> None:
-    side = Side(url, f"load-{i}", args.docs_per_job, args.page)
+    side = Side(url, f"load-{i}", args.docs_per_job)
     side.upload()  # warm: scripts loaded, lane declared, connections open
     side.work()
     out.put(("ready", i))
@@ -190,16 +199,15 @@ def _client(i: int, url: str, args: argparse.Namespace, go: Any, out: Any, leave
 def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """INFO memory's used_memory per document: with K jobs queued (documents and messages
     stored), then with their results stored (documents dropped unless keep_documents)."""
-    side = Side(url, "memory", args.docs_per_job, args.page)
-    used = lambda: int(side.store.r.info("memory")["used_memory"])  # noqa: E731
+    side = Side(url, "memory", args.docs_per_job)
     side.upload()  # once first: scripts, lanes and connections are not per document
     side.work()
-    before = used()
+    before = used_memory(side.store.r)
     jobs = [side.upload() for _ in range(args.memory_jobs)]
-    queued = used()
+    queued = used_memory(side.store.r)
     side.work()
     assert all(side.read(j) == args.docs_per_job for j in jobs), "a memory job is incomplete"
-    finished = used()
+    finished = used_memory(side.store.r)
     n = args.memory_jobs * args.docs_per_job
     return {
         "jobs": args.memory_jobs,
@@ -216,10 +224,6 @@ def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
 def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """`args.clients` processes for `args.seconds`; redis-server's and their CPU seconds."""
     ctx = mp.get_context("spawn")  # each process builds its own clients (STYLE.md, 4)
-    machine = {  # whether something else had the cores too, and which Redis this was
-        "loadavg_1m_before": os.getloadavg()[0],
-        "redis_version": connect(url).info("server")["redis_version"],
-    }
     go, leave, out = ctx.Event(), ctx.Event(), ctx.Queue()
     procs = [
         ctx.Process(target=_client, args=(i, url, args, go, out, leave))
@@ -230,9 +234,8 @@ def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
     for _ in procs:
         assert out.get(timeout=120)[0] == "ready"
     port = int(url.rsplit(":", 1)[1].split("/")[0])
-    meter = CpuMeter(
-        {"redis": listener(port), **{f"client-{i}": p.pid for i, p in enumerate(procs)}}
-    )
+    roots = {f"client-{i}": cast(int, p.pid) for i, p in enumerate(procs)}  # all started
+    meter = CpuMeter({"redis": listener(port), **roots})
     meter.start()
     t0 = time.perf_counter()
     go.set()
@@ -242,40 +245,57 @@ def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
     leave.set()
     for p in procs:
         p.join(30)
+    version = connect(url).info("server")["redis_version"]
+    return {"wall_s": round(wall, 3), "cpu_s": cpu, "samples": samples, "redis_version": version}
+
+
+def summarise(
+    args: argparse.Namespace, head: dict[str, Any], run: dict[str, Any], mem: dict[str, Any]
+) -> dict[str, Any]:
+    """The load's figures: documents/s, redis-server's CPU per document and the rate at
+    which it would fill its core."""
+    settings = Settings()  # what each Side is made of (DOCQ_* as set), for the record
+    samples = sorted(run["samples"], key=lambda s: s["client"])
+    docs = sum(s["documents"] for s in samples)
+    wall, redis_cpu = run["wall_s"], run["cpu_s"]["redis"]
+    clients_cpu = round(sum(v for k, v in run["cpu_s"].items() if k != "redis"), 2)
+    saturation = docs / redis_cpu if redis_cpu else None
     return {
-        **machine,
-        "wall_s": round(wall, 3),
-        "cpu_s": cpu,
-        "samples": sorted(samples, key=lambda s: s["client"]),
+        **head,
+        "redis_version": run["redis_version"],
+        "clients": args.clients,
+        "docs_per_job": args.docs_per_job,
+        "shard_size": settings.shard_size,
+        "keep_documents": settings.keep_documents,
+        "seconds": args.seconds,
+        "wall_s": wall,
+        "jobs": sum(s["jobs"] for s in samples),
+        "jobs_written": mem["uploads"] + sum(s["uploads"] for s in samples),
+        "documents": docs,
+        "incomplete_jobs": sum(s["incomplete_jobs"] + s["unfinished_jobs"] for s in samples),
+        "docs_per_s": round(docs / wall, 1),
+        "redis_cpu_s": redis_cpu,
+        "redis_utilisation": round(redis_cpu / wall, 3),
+        "redis_cpu_ms_per_doc": round(1000 * redis_cpu / docs, 4) if docs else None,
+        "redis_saturation_docs_per_s": round(saturation) if saturation else None,
+        # above 1: one Redis core would keep up with 8 GPUs' documents
+        "over_eight_gpus": round(saturation / EIGHT_GPUS_DOCS_PER_S, 2) if saturation else None,
+        "clients_cpu_s": clients_cpu,
+        "clients_cores_busy": round(clients_cpu / wall, 2),
+        "memory": mem,
+        "cpu_s": run["cpu_s"],
+        "samples": samples,
     }
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--clients", type=int, default=os.cpu_count())
-    p.add_argument("--docs-per-job", type=int, default=64)
-    p.add_argument("--seconds", type=float, default=20)
-    p.add_argument("--page", type=int, default=100, help="results page limit (the API's default)")
-    p.add_argument("--memory-jobs", type=int, default=50)
-    p.add_argument("--drain-s", type=float, default=30, help="to finish jobs after --seconds")
-    p.add_argument(
-        "--data-dir", type=Path, help="redis-server's directory (default: a temporary one)"
-    )
-    p.add_argument("--tiny", action="store_true", help="a couple of seconds, for tests")
-    p.add_argument("--out", type=Path)
-    args = p.parse_args(argv)
-    if args.tiny:
-        args.seconds, args.memory_jobs = min(args.seconds, 1.0), min(args.memory_jobs, 4)
-        args.drain_s = min(args.drain_s, 5)
+def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict[str, Any]]:
+    """The memory jobs, then the load, on one redis-server: the table's title, its rows and
+    the run's figures."""
     with tempfile.TemporaryDirectory() as tmp, redis_server(args.data_dir or Path(tmp)) as url:
         mem = memory(url, args)
-        command = sys.argv[1:] if argv is None else argv
-        summary = summarise(command, args, load(url, args), mem)
-    print_table(summary)
-    if args.out:
-        args.out.write_text(json.dumps(summary, indent=1) + "\n")
-    return summary
-
-
-if __name__ == "__main__":
-    main()
+        s = summarise(args, head, load(url, args), mem)
+    rows = [(key, str(s[key])) for key in SHOWN]
+    memory_keys = ("bytes_per_queued_document", "bytes_per_stored_result")
+    rows += [(f"used_memory {key}", str(mem[key])) for key in memory_keys]
+    title = f"one redis-server, {args.clients} clients, {s['cpu_count']} cores; "
+    return title + f"8 H200s need about {EIGHT_GPUS_DOCS_PER_S:,} docs/s", rows, s

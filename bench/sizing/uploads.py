@@ -1,0 +1,171 @@
+"""What uploaded files cost while they wait (issue 37, docq/blobs), on bench/stack.py's stack
+as `make up` runs it (redis-server, tritonserver for the model catalogue, the API as its
+own process, a directory blob store) with no extract worker, so every file stays queued.
+
+1. Redis bytes per queued scanned page: `--scans` scans (the committed samples' PNG, JPEG
+   and TIFF pages, in turn) in multipart uploads of 50; Redis' key bytes, `used_memory` and
+   key count before and after, per page, beside the pages' own bytes (what Redis held per
+   page before the blob store: the file's bytes, in keys.file).
+2. The API's peak RSS (VmHWM of its process) during one multipart upload of `--sizes-mb`
+   of PDFs (4 MB each: a one-page PDF with a scan of incompressible noise; the same bytes
+   under every name), each size on a fresh API process, the body streamed by the client
+   (never held whole on either side), and the RSS of the same process before it.
+
+    python -m bench.sizing uploads --scans 1000 --sizes-mb 256,1024,2048 \\
+        --out bench/runs/blob-store-cpu-DATE.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from fpdf import FPDF
+from PIL import Image
+
+from bench.sizing import Rows, key_bytes, used_memory
+from bench.stack import Stack
+from devstack import stack
+from devstack.services import free_port, stop, wait_for
+from docq.config import REPO_ROOT
+
+SAMPLES = REPO_ROOT / "samples" / "files"
+SCANS = [("scan-delivery-note-1.png", "image/png"), ("scan-receipt-1.jpg", "image/jpeg")]
+SCANS.append(("scan-invoice-2.tiff", "image/tiff"))
+MB = 1024 * 1024
+BATCH = 50  # scans an upload
+SHOWN = (  # the table's rows of the scans, and their figures
+    ("Redis bytes per queued scanned page (keys)", "key_bytes_per_page"),
+    ("  used_memory added per page", "used_memory_per_page"),
+    ("  used_memory per page after the first upload", "used_memory_per_page_after_first_upload"),
+    ("  (the page's own bytes, mean)", "page_bytes_mean"),
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scans", type=int, default=300)
+    p.add_argument("--sizes-mb", default="256,1024,2048", help="one upload of each size")
+
+
+def scanned_pdf(size: int) -> bytes:
+    """A valid one-page PDF of about `size` bytes: a line of text and a grey image of random
+    pixels, which no compression shrinks (as a scan's noise barely shrinks)."""
+    side = int(size**0.5)
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=11)
+    pdf.cell(text="INVOICE No. 4711 Total due 1,250.00 EUR")
+    pdf.image(Image.frombytes("L", (side, side), os.urandom(side * side)), x=10, y=30, w=190)
+    return bytes(pdf.output())
+
+
+@contextmanager
+def api_process(env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
+    """The API as `make up` runs it (devstack's command line) on a free port: URL and pid,
+    given 300 s to answer (a busy shared machine)."""
+    port = free_port()
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            stack.api(), env={**env, "DOCQ_API_PORT": str(port)}, stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, 300, "api", proc)
+        yield url, proc.pid
+    finally:
+        stop(proc)
+
+
+def rss_kib(pid: int) -> dict[str, int]:
+    """The process's resident set now (VmRSS) and at its peak so far (VmHWM), KiB."""
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    fields = dict(line.split(":", 1) for line in status)
+    return {k: int(fields[k].split()[0]) for k in ("VmRSS", "VmHWM")}
+
+
+def post(url: str, headers: dict[str, str], parts: Iterable[tuple[str, str, bytes]]) -> None:
+    """One multipart/form-data upload, which httpx streams part by part from the files."""
+    files = [("files", (name, io.BytesIO(data), ctype)) for name, ctype, data in parts]
+    httpx.post(f"{url}/v1/jobs", files=files, headers=headers, timeout=3600).raise_for_status()
+
+
+def per_page(st: Stack, n: int) -> dict[str, Any]:
+    """Three views of what a queued page costs Redis: the bytes of the keys the uploads
+    added (MEMORY USAGE), `used_memory` added over all uploads (with what does not grow with
+    pages: client buffers, the keyspace's hash tables), and its slope after the first
+    upload (the cost of one more page)."""
+    r = redis.Redis.from_url(st.settings.redis_url)
+    scans = [((SAMPLES / name).read_bytes(), ctype) for name, ctype in SCANS]
+    before, keys_before, kbytes_before = used_memory(r), r.dbsize(), key_bytes(r)
+    page_bytes, after_first = 0, 0
+    for start in range(0, n, BATCH):
+        ids = range(start, min(n, start + BATCH))
+        batch = [(f"p{i}.{SCANS[i % 3][0].rsplit('.', 1)[1]}", *scans[i % 3]) for i in ids]
+        page_bytes += sum(len(data) for _, data, _ in batch)
+        post(st.url, st.headers, ((name, ctype, data) for name, data, ctype in batch))
+        if start == 0:
+            after_first = used_memory(r)
+    after = used_memory(r)
+    return {
+        "pages": n,
+        "uploads": -(-n // BATCH),
+        "key_bytes_per_page": (key_bytes(r) - kbytes_before) / n,
+        "redis_used_memory_added": after - before,
+        "used_memory_per_page": (after - before) / n,
+        "used_memory_per_page_after_first_upload": (after - after_first) / max(1, n - BATCH),
+        "redis_keys_added": r.dbsize() - keys_before,
+        "page_bytes_mean": page_bytes / n,
+    }
+
+
+def peak_rss(st: Stack, work: Path, size_mb: int) -> dict[str, Any]:
+    """A fresh API's RSS before and at its peak during one upload of `size_mb` of PDFs."""
+    pdf_bytes, files, blobs = scanned_pdf(4 * MB), size_mb // 4, work / f"blobs-{size_mb}"
+    env = {**st.env, "DOCQ_BLOB_URL": blobs.as_uri()}
+    env["DOCQ_MAX_STORED_UPLOAD_BYTES"] = str((size_mb + 64) * MB)
+    with api_process(env, work / f"api-{size_mb}.log") as (url, pid):
+        warm = [("warm.pdf", "application/pdf", scanned_pdf(MB))]
+        post(url, st.headers, warm)
+        idle = rss_kib(pid)
+        started = time.monotonic()
+        post(url, st.headers, ((f"f{i}.pdf", "application/pdf", pdf_bytes) for i in range(files)))
+        seconds = time.monotonic() - started
+        after = rss_kib(pid)
+    return {
+        "upload_mb": size_mb,
+        "files": files,
+        "seconds": round(seconds, 1),
+        "rss_before_upload_mib": round(idle["VmRSS"] / 1024, 1),
+        "peak_rss_mib": round(after["VmHWM"] / 1024, 1),
+        "blob_bytes_stored": sum(p.stat().st_size for p in blobs.rglob("*") if p.is_file()),
+    }
+
+
+def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict[str, Any]]:
+    """Both measures on one stack: the table's title, its rows and the run's figures."""
+    sizes = [int(s) for s in args.sizes_mb.split(",") if s]
+    with tempfile.TemporaryDirectory(prefix="docq-sizing-uploads-") as tmp:
+        work = Path(tmp)
+        os.environ["DOCQ_BLOB_URL"] = (work / "blobs").as_uri()  # read by the stack's Settings
+        with Stack(REPO_ROOT / "model_repository", work, 64, bulk_workers=0, ready_s=300) as st:
+            scans = per_page(st, args.scans)
+            uploads = [peak_rss(st, work, size) for size in sizes]
+    rows = [(name, f"{scans[key]:.0f} B") for name, key in SHOWN]
+    keys_per_page = scans["redis_keys_added"] / scans["pages"]
+    rows.append(("  Redis keys added per page", f"{keys_per_page:.2f}"))
+    for u in uploads:
+        what = f"API peak RSS, one {u['upload_mb']} MB upload ({u['files']} PDFs, {u['seconds']} s)"
+        rows.append((what, f"{u['peak_rss_mib']} MiB (before: {u['rss_before_upload_mib']} MiB)"))
+    title = "uploads: Redis per queued page, API peak RSS per upload size"
+    return title, rows, {**head, "scans": scans, "uploads": uploads}
