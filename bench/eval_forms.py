@@ -1,64 +1,65 @@
-"""The blind evaluation set (samples/eval/, issue 38) in the forms users send: each frozen
-text as a PDF with a text layer, as a DOCX and as a page scanned at 300 dpi.
+"""Labelled documents in the forms users send: plain text, a PDF with a text layer, a DOCX
+and a page scanned at 300 dpi. Two sets: the blind evaluation set (samples/eval/, issue 38)
+and the generator's unseen templates (corpus.render.layouts, issue 21).
 
-    python -m bench.eval_forms render --out DIR [--processes 2]   write every rendering
-    python -m bench.eval_forms check --out DIR                    each against forms.sha256
-    python -m bench.eval_forms hashes --out DIR                   rewrite forms.sha256
-
-The drawing is the project's own (corpus.render): each text becomes a Layout of blocks
+The drawing is the project's own (corpus.render). A blind text becomes a Layout of blocks
 (one per run of lines between blank lines, the author's line breaks and space-aligned
-tables kept as lines; a lone upper-case line is a heading), drawn by corpus.render.pdf and
-corpus.render.docx, and rasterised, skewed, blurred and speckled by corpus.render.scan
-from a seed that is the document's id. Scans take PNG, JPEG, TIFF and an image-only PDF
-in turn (manifest order), as bench/accuracy_files.py does; PNG and JPEG keep page one, as
-a photo of page one does.
+tables kept as lines; a lone upper-case line is a heading); a generated document is a
+Layout already. Either is drawn by corpus.render.pdf and .docx, and rasterised, skewed,
+blurred and speckled by corpus.render.scan from a seed that is the document's id. Scans
+take PNG, JPEG, TIFF and an image-only PDF in turn (set order); PNG and JPEG keep page
+one, as a photo of page one does.
 
-The renderings are not committed (tens of MB); their sha256 are, in
-samples/eval/forms.sha256 (`sha256sum -c` reads it from DIR), and a test re-renders a few
-and compares. What corpus.render leaves to the clock is fixed here: the DOCX's zip entry
-dates, and the dates Pillow writes into an image-only PDF.
+The blind set's renderings are not committed (about 2 GB); their sha256 are, in
+samples/eval/forms.sha256 (`python -m bench.accuracy --render DIR` writes and checks them).
+What corpus.render leaves to the clock is fixed here: the DOCX's zip entry dates, and the
+dates Pillow writes into an image-only PDF.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import hashlib
 import io
 import json
 import re
-import time
 import zipfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from corpus.render.blocks import Block, Heading, Layout, Paragraph
 from corpus.render.docx import to_docx
 from corpus.render.files import EXTENSIONS
+from corpus.render.layouts import generate
 from corpus.render.pdf import to_pdf
 from corpus.render.scan import encode, scan
+from corpus.render.text import to_text
 from docq.config import REPO_ROOT
 
 EVAL = REPO_ROOT / "samples" / "eval"
 HASHES = EVAL / "forms.sha256"
-FORMS = ("text", "pdf", "docx", "scan")  # text: the frozen file itself
+FORMS = ("text", "pdf", "docx", "scan")  # text: the blind set's frozen file itself
 SCAN_IMAGES = ("png", "jpeg", "tiff", "pdf")
 DPI = 300
 # What the renderers would otherwise take from the clock: one date, the set's.
 FIXED_DATE = dt.datetime(2026, 12, 5, tzinfo=dt.UTC)
 ZIP_DATE = (2026, 12, 5, 0, 0, 0)
 HEADING_MAX_CHARS = 60
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Item:
-    """One blind document: its file under samples/eval/, its set, label and manifest place."""
+    """One labelled document: its text file's name, its set, label and place in the set."""
 
-    file: str  # e.g. "doc-type/invoice/001.txt"
-    set: str  # doc-type | doc-lang
+    file: str  # e.g. "doc-type/invoice/001.txt" under samples/eval/, or "<id>.txt" generated
+    set: str  # doc-type | doc-lang (the blind set's halves) | unseen
     label: str
-    index: int  # its place in the manifest: which image format its scan takes
+    index: int  # its place in the set (the manifest's order): which image format its scan takes
+    generated: Layout | None = None  # an unseen-template document; a blind one is its file
 
     @property
     def id(self) -> str:
@@ -70,21 +71,18 @@ class Item:
 
     def name(self, form: str) -> str:
         """The file name of this document in `form`, relative to a rendering folder."""
-        stem = self.file.removesuffix(".txt")
-        if form == "text":
-            return self.file
-        if form in ("pdf", "docx"):
-            return f"{stem}.{form}"
-        if form == "scan":
-            return f"{stem}-scan.{EXTENSIONS[self.scan_image]}"
-        raise ValueError(f"unknown form {form!r}; choose from {FORMS}")
+        scan = f"-scan.{EXTENSIONS[self.scan_image]}"
+        ends = {"text": ".txt", "pdf": ".pdf", "docx": ".docx", "scan": scan}
+        return self.file.removesuffix(".txt") + ends[form]
 
     def text(self) -> str:
+        if self.generated is not None:
+            return to_text(self.generated)
         return (EVAL / self.file).read_text(encoding="utf-8")
 
 
 def items(sets: tuple[str, ...] = ("doc-type", "doc-lang")) -> list[Item]:
-    """The set's documents in manifest order (the order is frozen with the set)."""
+    """The blind set's documents in manifest order (the order is frozen with the set)."""
     manifest = json.loads((EVAL / "manifest.json").read_text(encoding="utf-8"))
     return [
         Item(f["file"], f["set"], f["label"], i)
@@ -93,12 +91,19 @@ def items(sets: tuple[str, ...] = ("doc-type", "doc-lang")) -> list[Item]:
     ]
 
 
+def unseen(n: int, seed: int) -> list[Item]:
+    """`n` documents in the generator's unseen templates (labels balanced), in seeded order."""
+    return [Item(f"{d.id}.txt", "unseen", d.label, i, d) for i, d in enumerate(generate(n, seed))]
+
+
 def _is_heading(line: str) -> bool:
     return len(line) <= HEADING_MAX_CHARS and line.isupper() and line == line.strip()
 
 
 def layout_of(item: Item) -> Layout:
     """The text as blocks: each run of lines between blank lines one block, lines kept."""
+    if item.generated is not None:
+        return item.generated
     blocks: list[Block] = []
     for run in re.split(r"\n[ \t]*\n", item.text().strip("\n")):
         lines = [line.rstrip() for line in run.split("\n")]
@@ -139,7 +144,8 @@ def _scanned(doc: Layout, image: str) -> bytes:
 def render(item: Item, form: str) -> bytes:
     """The bytes of `item` in `form` (the same bytes on every run)."""
     if form == "text":
-        return (EVAL / item.file).read_bytes()
+        # The blind file's own bytes, as its author saved them.
+        return item.text().encode() if item.generated else (EVAL / item.file).read_bytes()
     doc = layout_of(item)
     if form == "pdf":
         return to_pdf(doc)
@@ -162,6 +168,14 @@ def frozen() -> dict[str, str]:
     return {name.strip(): digest for digest, name in pairs}
 
 
+def pool_map(fn: Callable[..., T], jobs: list[tuple[Any, ...]], processes: int) -> list[T]:
+    """`fn` over `jobs` in order, in `processes` processes where more than one."""
+    if processes <= 1:
+        return [fn(*job) for job in jobs]
+    with ProcessPoolExecutor(processes) as pool:
+        return list(pool.map(fn, *zip(*jobs, strict=True), chunksize=2))
+
+
 def _write(out: Path, item: Item, form: str) -> tuple[str, str]:
     path = out / item.name(form)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,54 +184,7 @@ def _write(out: Path, item: Item, form: str) -> tuple[str, str]:
     return item.name(form), sha256(data)
 
 
-def render_all(out: Path, processes: int = 1, forms: tuple[str, ...] = FORMS[1:]) -> dict[str, str]:
-    """Write every document of the set in each of `forms` under `out`; return {name: sha256}."""
-    jobs = [(out, item, form) for item in items() for form in forms]
-    if processes > 1:
-        with ProcessPoolExecutor(processes) as pool:
-            done = list(pool.map(_write, *zip(*jobs, strict=True), chunksize=4))
-    else:
-        done = [_write(*job) for job in jobs]
-    return dict(sorted(done))
-
-
-def write_hashes(digests: dict[str, str]) -> None:
-    HASHES.write_text("".join(f"{d}  {n}\n" for n, d in sorted(digests.items())))
-
-
-def check(out: Path) -> list[str]:
-    """The files under `out` whose bytes differ from forms.sha256 (missing ones included)."""
-    wrong = []
-    for name, digest in frozen().items():
-        path = out / name
-        if not path.is_file() or sha256(path.read_bytes()) != digest:
-            wrong.append(name)
-    return wrong
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.eval_forms",
-                                     description=__doc__.splitlines()[0])  # fmt: skip
-    parser.add_argument("command", choices=("render", "check", "hashes"))
-    parser.add_argument("--out", type=Path, required=True, help="the rendering folder")
-    parser.add_argument("--processes", type=int, default=1, help="render in this many")
-    args = parser.parse_args(argv)
-    if args.command == "check":
-        wrong = check(args.out)
-        print(f"{len(frozen()) - len(wrong)} of {len(frozen())} files match forms.sha256")
-        for name in wrong:
-            print(f"  differs or missing: {name}")
-        raise SystemExit(1 if wrong else 0)
-    start = time.perf_counter()
-    digests = render_all(args.out, args.processes)
-    print(f"rendered {len(digests)} files into {args.out} in {time.perf_counter() - start:.0f} s")
-    if args.command == "hashes":
-        write_hashes(digests)
-        print(f"wrote {HASHES}")
-    elif wrong := check(args.out):
-        print(f"{len(wrong)} files differ from {HASHES}: {wrong[:5]}")
-        raise SystemExit(1)
-
-
-if __name__ == "__main__":
-    main()
+def render_all(out: Path, processes: int = 1) -> dict[str, str]:
+    """Write every blind document as PDF, DOCX and scan under `out`; return {name: sha256}."""
+    jobs = [(out, item, form) for item in items() for form in FORMS[1:]]
+    return dict(sorted(pool_map(_write, jobs, processes)))

@@ -1,5 +1,6 @@
 """bench/eval_forms.py: the blind set's renderings are the frozen ones (samples/eval/
-forms.sha256), drawn from the author's lines, and cover every document in every form."""
+forms.sha256), drawn from the author's lines, and cover every document in every form; the
+generator's documents are drawn through the same path."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import docx
 import pytest
 
 from bench import eval_forms
-from bench.eval_forms import Item, items, layout_of, render, sha256
+from bench.eval_forms import Item, items, layout_of, render, sha256, unseen
 from corpus.render.blocks import Heading, Paragraph
+from corpus.render.text import to_text
 
 
 def test_the_set_is_all_there_in_manifest_order() -> None:
@@ -26,6 +28,15 @@ def test_the_set_is_all_there_in_manifest_order() -> None:
     assert [i.index for i in every] == list(range(len(every)))
     assert Counter(i.scan_image for i in every) == {"png": 135, "jpeg": 135, "tiff": 135,
                                                     "pdf": 135}  # fmt: skip
+
+
+def test_generated_documents_take_each_scan_format_in_turn_and_their_own_text() -> None:
+    docs = unseen(8, 2112)
+    assert [d.scan_image for d in docs] == [*eval_forms.SCAN_IMAGES] * 2
+    assert {d.set for d in docs} == {"unseen"} and eval_forms.DPI == 300
+    assert docs[0].generated is not None and layout_of(docs[0]) is docs[0].generated
+    assert render(docs[0], "text") == to_text(docs[0].generated).encode()
+    assert docs[0].name("scan") == f"{docs[0].id}-scan.png"
 
 
 def test_the_frozen_list_names_every_pdf_and_docx_and_only_the_sets_files() -> None:
