@@ -1,1 +1,3 @@
-"""The fleet's repeatable run (issue 41): `python -m bench.fleet --seconds 300 --seed N`."""
+"""The fault runs (issues 22 and 41): one client, one checker, at two scales, chaos (one
+host, processes SIGKILLed) and fleet (nine hosts, network faults): `python -m bench.faults
+--help`."""

@@ -1,7 +1,7 @@
 """One fleet run: the client (client.py, inside the `client` host) uploads at a steady rate
 while nemeses (devstack/fleet/nemesis.py) are applied and healed one after another, then
 the checker (check.py) judges what the client saw. The scenarios of tests/fleet and
-`python -m bench.fleet` are each one call of `run`.
+`python -m bench.faults fleet` are each one call of `run`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.fleet.check import check
+from bench.faults.check import check
 from devstack.fleet.fleet import Fleet
 from devstack.fleet.nemesis import CLIENT, Isolate, LoseHost, Nemesis, catalogue
 from devstack.stack import REPO
@@ -44,7 +44,7 @@ def client_cut(nemesis: Nemesis) -> bool:
 def client(fleet: Fleet, key: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
     """client.py inside the client host."""
     argv = [
-        *("ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m", "bench.fleet.client"),
+        *("ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m", "bench.faults.client"),
         *("--api", fleet.layout.api_url, "--key", key, "--out", str(out)),
         *("--address", fleet.layout.address(CLIENT), *args),
     ]
