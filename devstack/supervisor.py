@@ -102,3 +102,14 @@ class Supervisor:
     def stop_supervising(self) -> None:
         """What is stopped from now on stays stopped."""
         self.stopping.set()
+
+
+def triton_ready(url: str) -> bool:
+    """A readiness probe: the tritonserver at `url` (gRPC) serves the demo model."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(url)
+    try:
+        return bool(client.is_server_ready()) and bool(client.is_model_ready("doc-type"))
+    finally:
+        client.close()

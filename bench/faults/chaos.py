@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.faults.chaos_stack import Fleet, fixed_ports
 from bench.faults.check import check
-from bench.faults.client import SECRET, Client, VerifyingReceiver, corpus, reference
+from bench.faults.client import SECRET, Client, VerifyingReceiver, corpus, fault_free_labels
 from bench.stack import settings_env
 from devstack.fleet.hosts import FAST_RECOVERY
 from devstack.stack import REPO
@@ -99,7 +99,7 @@ def run(cfg: Config) -> dict[str, Any]:
             client.follower.start()
             started = time.time()
             body = {"documents": docs, "webhook": hook}
-            expected = reference(client, body, cfg.settle_timeout_s)
+            expected = fault_free_labels(client, body, cfg.settle_timeout_s)
             reference_s = round(time.time() - started, 1)
             log.info("reference run: %d documents in %.1f s", len(docs), reference_s)
 

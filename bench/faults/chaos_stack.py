@@ -12,12 +12,11 @@ from pathlib import Path
 
 import httpx
 import redis
-import tritonclient.grpc as grpcclient
 
 from devstack import stack
 from devstack.services import free_port, stop, wait_for
 from devstack.stack import REPO, SHARD_THREADS
-from devstack.supervisor import Supervisor
+from devstack.supervisor import Supervisor, triton_ready
 
 log = logging.getLogger("chaos")
 HOST = "local"
@@ -121,14 +120,6 @@ class Fleet(Supervisor):
 
 def key(name: str) -> tuple[str, str]:
     return (HOST, name)
-
-
-def triton_ready(url: str) -> bool:
-    client = grpcclient.InferenceServerClient(url)
-    try:
-        return bool(client.is_server_ready()) and bool(client.is_model_ready("doc-type"))
-    finally:
-        client.close()
 
 
 def fixed_ports() -> dict[str, int]:

@@ -217,7 +217,7 @@ class Client:
             log.file.close()
 
 
-def reference(client: Client, body: dict[str, Any], timeout_s: float) -> dict[str, str]:
+def fault_free_labels(client: Client, body: dict[str, Any], timeout_s: float) -> dict[str, str]:
     """The labels of a fault-free run: every document of `body` in one job."""
     job = client.upload("reference", body, time.time() + timeout_s)
     if job is None:
@@ -231,10 +231,6 @@ def run(args: argparse.Namespace) -> None:
     docs = corpus(args.documents)  # the same for every run: one reference
     rng = random.Random(args.seed)
     client = Client(args.api, args.key, out)
-    if args.reference:
-        labels = reference(client, {"documents": docs}, args.settle_s)
-        (out / "reference.json").write_text(json.dumps(labels))
-        return
     with VerifyingReceiver(client.record).serve(args.address) as hook_url:
         hook = {"url": hook_url, "secret": SECRET}
         client.follower.start()
@@ -274,7 +270,6 @@ def main(argv: list[str]) -> None:
     p.add_argument("--documents", type=int, default=120)
     p.add_argument("--bulk-share", type=float, default=0.1, help="of 48-document jobs")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--reference", action="store_true", help="the fault-free run alone")
     run(p.parse_args(argv))
 
 

@@ -34,7 +34,7 @@ from devstack.fleet.hosts import (
     Service,
 )
 from devstack.services import wait_for
-from devstack.supervisor import Supervisor
+from devstack.supervisor import Supervisor, triton_ready
 from docq.store import connection
 from docq.store.tenants import Tenants
 
@@ -155,13 +155,7 @@ class Fleet(Supervisor):
             port = REDIS_PORT if service.ready == "redis" else SENTINEL_PORT
             return bool(redis.Redis(addr, port, socket_timeout=1).ping())
         if service.ready == "triton":
-            import tritonclient.grpc as grpcclient
-
-            client = grpcclient.InferenceServerClient(f"{addr}:{TRITON_PORTS[1]}")
-            try:
-                return bool(client.is_server_ready()) and bool(client.is_model_ready("doc-type"))
-            finally:
-                client.close()
+            return triton_ready(f"{addr}:{TRITON_PORTS[1]}")
         if service.ready == "http":
             url = f"http://{addr}:{service.env['DOCQ_API_PORT']}{service.path}"
             return httpx.get(url, timeout=2).status_code == 200
