@@ -12,13 +12,13 @@ it measured):
    `--seed`), timed from the upload to `succeeded`, while 3-document jobs go through the
    small-job lane (runs.run_bulk); docs/s, windows/s, GPU utilisation, CPU per tier;
 2. the ceiling: Triton alone on the same windows packed over the whole corpus
-   (bench.ceiling.run_triton_alone); `--skip ceiling` leaves it out;
+   (bench.ceiling.run_triton_alone), which the pipeline's throughput is given as a share of
+   (`pipeline_efficiency`); `--skip ceiling` leaves it out;
 3. with `--scans DIR` (`bench.gpu.pack --profile scans` renders them into .devpack/scans):
    scanned pages through `--extract-workers` extract workers, OCR'd and classified
    (scans.py);
-4. Triton alone on the windows in batches rebuilt like the workers' (runs.run_triton_rebuilt);
-5. one client uploading the `--long-documents` longest documents in one request;
-6. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
+4. one client uploading the `--long-documents` longest documents in one request;
+5. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
    synchronous request per document) in FP16 and in FP32, each swept over its worker counts
    on `--baseline-documents` documents spread over the corpus, and the same long upload
    (baseline.py); `--skip baseline` leaves it out.
@@ -53,7 +53,7 @@ from bench.gpu.baseline import run_baseline_gpu, sample
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
 from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import console, show, summarise, tree_note
-from bench.gpu.runs import run_bulk, run_triton_rebuilt, upload_long_docq
+from bench.gpu.runs import run_bulk, upload_long_docq
 from bench.gpu.scans import run_scans
 from bench.stack import Stack
 from corpus.doc_type import generate
@@ -75,7 +75,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the served model's converter overrides, as serve's variants: NAME:gelu=tanh",
     )  # fmt: skip
     ap.add_argument("--small-every", type=float, default=0.5, help="s between small jobs")
-    ap.add_argument("--ceiling-in-flight", type=int, default=0, help="0: twice the workers'")
     ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
     ap.add_argument("--long-timeout", type=float, default=60.0)
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
@@ -207,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
 
             def ceiling() -> dict[str, Any]:
                 before = triton_stats(stack.triton_url, MODEL)
-                out = run_triton_alone(stack, docs, MODEL, args.ceiling_in_flight or None)
+                out = run_triton_alone(stack, docs, MODEL)
                 end = time.monotonic()  # its clock runs from the first request to the last
                 out["triton"] = stats_delta(before, triton_stats(stack.triton_url, MODEL))
                 out["gpu"] = sampler.window(end - out["elapsed_s"], end)
@@ -228,18 +227,6 @@ def main(argv: list[str] | None = None) -> None:
                     return out
 
                 r["scans"] = phase("scans", scans, timeout=300) or {}
-            r["rebuilt"] = []
-            shard = args.shard_size
-            if budget.allows(45, f"Triton alone on worker-like batches of {shard}-doc shards"):
-                in_flight = args.ceiling_in_flight or 2 * stack.bulk_workers * 4
-                got = phase(
-                    f"rebuilt {shard}",
-                    lambda: run_triton_rebuilt(stack, docs, shard, in_flight),
-                    timeout=180,
-                )
-                if got:
-                    r["rebuilt"].append(got)
-                    console.print(f"Triton alone, worker-like batches ({shard}): {got}")
             r["long_upload"] = {}
             if budget.allows(30, "long upload to docq"):
                 r["long_upload"]["docq"] = phase(

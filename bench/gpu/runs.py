@@ -1,5 +1,5 @@
-"""The GPU bench's runs on docq's side: the bulk job with small jobs meanwhile, Triton alone
-on worker-like batches, and the long upload."""
+"""The GPU bench's runs on docq's side: the bulk job with small jobs meanwhile, and the long
+upload."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 
-from bench.corpus import windows_of
 from bench.docq_jobs import run_docq, submit, wait_job
 from bench.gpu.measure import GpuSampler, gpu_processes, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
@@ -18,12 +17,6 @@ from bench.measure import percentile, worker_batches
 from bench.procs import tree
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
-from devstack.stack import SHARD_THREADS
-from docq.catalog import ModelCatalog
-from docq.models import ModelSpec
-from docq.text.packing import Batch, pack
-from docq.text.windowing import Window
-from workers.inference import TritonInference
 
 
 class SmallJobs:
@@ -119,54 +112,6 @@ def run_bulk(
     out["worker_cpu_ms_per_doc"] = round(1000 * worker_s / len(docs), 2)
     out["worker_cores_busy"] = round(worker_s / out["elapsed_s"], 2)
     return out
-
-
-def rebuilt_worker_batches(
-    windows: Sequence[Window], spec: ModelSpec, shard_size: int, threads: int = SHARD_THREADS
-) -> list[Batch]:
-    """The windows packed about as a worker's batcher packs them: the windows of `threads`
-    consecutive shards (what one worker process holds at once) sorted and cut together by
-    docq's packer with the model's batch size and token budget."""
-    group = shard_size * threads
-    groups: dict[int, list[Window]] = {}
-    for w in windows:
-        groups.setdefault(w.doc // group, []).append(w)
-    limits = (spec.max_batch_size, spec.budget)
-    return [b for g in sorted(groups) for b in pack(groups[g], *limits, ragged=spec.ragged)]
-
-
-def run_triton_rebuilt(
-    stack: Stack, docs: Sequence[LabelledDocument], shard_size: int, in_flight: int
-) -> dict[str, Any]:
-    """Triton alone on the windows in batches rebuilt like the workers' (shards of
-    `shard_size`), timed as bench.ceiling.run_triton_alone times its ceiling."""
-    catalog = ModelCatalog(stack.triton_url, stack.repo)
-    spec = catalog.spec(MODEL)
-    catalog.close()
-    windows = windows_of(docs, spec)
-    batches = rebuilt_worker_batches(windows, spec, shard_size)
-    before = triton_stats(stack.triton_url, MODEL)
-    triton = TritonInference(stack.triton_url, max_in_flight=in_flight, timeout_s=300)
-    t0 = time.perf_counter()
-    triton.infer(spec, batches)
-    elapsed = time.perf_counter() - t0
-    triton.close()
-    real = sum(b.real_tokens for b in batches)
-    computed = sum(b.computed_tokens for b in batches)
-    return {
-        "shard_size": shard_size,
-        "documents": len(docs),
-        "windows": len(windows),
-        "batches": len(batches),
-        "rows_per_batch": round(len(windows) / len(batches), 2),
-        "computed_tokens": computed,
-        "padding_efficiency": round(real / computed, 4),
-        "in_flight": in_flight,
-        "elapsed_s": round(elapsed, 2),
-        "docs_per_s": round(len(docs) / elapsed, 3),
-        "windows_per_s": round(len(windows) / elapsed, 1),
-        "triton": stats_delta(before, triton_stats(stack.triton_url, MODEL)),
-    }
 
 
 def upload_long_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:

@@ -88,30 +88,6 @@ def test_stats_delta_is_what_triton_did_in_between() -> None:
     assert d["queue_ms_per_request"] == 250.0 and d["compute_ms_per_request"] == 100.0
 
 
-def test_rebuilt_worker_batches_pack_each_group_of_shards_apart() -> None:
-    from docq.models import ModelSpec
-
-    spec = ModelSpec(
-        name="m",
-        max_batch_size=8,
-        max_seq_len=512,
-        stride=64,
-        aggregation="mean",
-        labels=("a", "b"),
-        tokenizer_dir=DEMO_TOKENIZER,
-        runtime="onnx-cpu",
-    )
-    windows = corpus.windows_of(generate(48, 9), spec)
-    groups = runs.rebuilt_worker_batches(windows, spec, shard_size=4, threads=2)
-    whole = runs.rebuilt_worker_batches(windows, spec, shard_size=48, threads=1)
-    for batches in (groups, whole):
-        assert sum(len(b.rows) for b in batches) == len(windows)
-        assert max(len(b.rows) for b in batches) <= spec.max_batch_size
-    # sorting within groups of 8 documents pads at least as much as sorting all 48
-    assert sum(b.computed_tokens for b in whole) <= sum(b.computed_tokens for b in groups)
-    assert len(groups) >= len(whole)
-
-
 def test_the_corpus_is_the_same_for_a_seed_and_another_for_another() -> None:
     assert corpus.generate_parallel(250, 11, processes=2) == corpus.generate_parallel(250, 11, 1)
     assert corpus.generate_parallel(50, 11, 1) != corpus.generate_parallel(50, 12, 1)
