@@ -1,8 +1,7 @@
 """The served runtime's in-process references, in the serve bench's own run and shapes.
 
 - `old_runtime`: PyTorch FP32 eager, one synchronous call per request as the old FastAPI
-  service ran it, and the FP32 reference logits the served variants' parity is checked
-  against.
+  service ran it.
 - `hf_fp16_eager`: what one would run without docq on the same GPU, the checkpoint in
   Hugging Face transformers, FP16, eager, timed one synchronous call at a time at the serve
   bench's shapes and at the batch the server forms from 18 requests of (7, 512) (126 rows),
@@ -21,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.gpu.clients import SHAPES, parity_batches, time_calls, windows
+from bench.gpu.clients import SHAPES, time_calls, windows
 
 REFERENCE_SHAPES = [(1, 512), (2, 512), (7, 512), (126, 512)]
 
@@ -65,7 +64,7 @@ def hf_fp16_eager(checkpoint: Path, device: str, repeat: int) -> dict[str, Any]:
 
 def old_runtime(checkpoint: Path, device: str, repeat: int, warm_s: float = 1.0) -> dict[str, Any]:
     """PyTorch FP32 eager in-process, one synchronous call per request: ms and seq/s per
-    full shape, and under "parity_reference" the logits of parity_batches() (TF32 off).
+    full shape.
 
     Each shape is called for `warm_s` seconds (at least 3 calls) before it is timed: with 3
     calls only, the H200's (2, 512) samples of 2026-12-04 ran 24-27 ms for 12 calls, then
@@ -96,9 +95,5 @@ def old_runtime(checkpoint: Path, device: str, repeat: int, warm_s: float = 1.0)
                 "seq_s": round(rows / got["p50_ms"] * 1000, 1),
                 "samples_ms": got["samples_ms"],
             }
-    torch.backends.cuda.matmul.allow_tf32 = False  # the FP32 reference of the parity check
-    with torch.inference_mode():
-        reference = [logits(ids, mask).float().numpy().tolist() for ids, mask in parity_batches()]
-    out["parity_reference"] = reference
     _release(model, device)
     return out

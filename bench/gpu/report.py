@@ -242,7 +242,7 @@ def serve_targets(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def show_serve(result: dict[str, Any]) -> None:
-    """Print the table, the targets, one line per other variant and the parity checks."""
+    """Print the table, the targets, and one line per other variant and per reference."""
     columns = (
         "shape", "p50 ms (1 at a time)", "p95 ms", "seq/s saturated (in flight)",
         "real tokens/s", "old FP32 eager ms", "old seq/s", "ratio",
@@ -269,5 +269,3 @@ def show_serve(result: dict[str, Any]) -> None:
         console.print(f"variant {v.get('label', v['name'])}: p50 {lat} seq/s {best}")
     for name, row in result.get("against_references", {}).items():
         console.print(f"served default against {name} (in-process, same run): {row}")
-    for name, check in result.get("parity", {}).items():
-        console.print(f"parity {name}: {check}")

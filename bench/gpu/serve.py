@@ -43,7 +43,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from bench.gpu.clients import SHAPES, VARIANT_SHAPES, Load, key, one_at_a_time, parity, sweep
+from bench.gpu.clients import SHAPES, VARIANT_SHAPES, Load, key, one_at_a_time, sweep
 from bench.gpu.measure import triton_stats
 from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.references import hf_fp16_eager, old_runtime
@@ -153,7 +153,6 @@ def main() -> None:
     result["build_s"] = round(time.perf_counter() - t, 1)
     print(f"model built in {result['build_s']} s: {result['model']}", flush=True)
     result["old_runtime"] = old_runtime(work / "checkpoint", device, 20 if on_gpu else 5)
-    reference = result["old_runtime"].pop("parity_reference")
     print(f"old runtime: { {k: v['p50_ms'] for k, v in result['old_runtime'].items()} }")
     if not args.no_references:
         hf = hf_fp16_eager(work / "checkpoint", device, 20 if on_gpu else 3)
@@ -188,8 +187,6 @@ def main() -> None:
             result["served"] = {}
             for i, v in enumerate(variants):
                 served = serve_variant(load, url, v.name, i == 0, args)
-                result.setdefault("parity", {})[v.name] = parity(url, v.name, reference)
-                print(f"{v.name} parity: {result['parity'][v.name]}", flush=True)
                 result["served"][v.name] = served
                 result.setdefault("batch_sizes", {})[v.name] = triton_stats(url, v.name)["rows"]
     finally:
