@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from bench import corpus
-from bench.gpu import measure, pipeline, report, runs
+from bench import corpus, docq_jobs
+from bench.gpu import measure, pipeline, report
 from bench.gpu.model import DEMO_TOKENIZER
 from corpus.doc_type import generate
 
@@ -49,10 +49,10 @@ def test_small_jobs_count_only_inside_the_bulk_job() -> None:
         (3.0, 3.2, "failed"),
         (9.0, 11.0, "succeeded"),  # ends after it
     ]
-    got = runs.small_job_stats(samples, 1.0, 10.0)
+    got = docq_jobs.small_job_stats(samples, 1.0, 10.0)
     assert got["n"] == 2 and got["not_succeeded"] == 1
     assert got["samples_s"] == [0.5, 1.0] and got["max_s"] == 1.0
-    assert math.isnan(runs.small_job_stats([], 0, 1)["p95_s"])
+    assert math.isnan(docq_jobs.small_job_stats([], 0, 1)["p95_s"])
 
 
 def test_tiers_sum_the_bulk_workers() -> None:
