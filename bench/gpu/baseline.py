@@ -18,8 +18,8 @@ import httpx
 
 from bench.baseline.sweep import baseline_configs, baseline_server, drive
 from bench.gpu.measure import Budget, GpuSampler, gpu_processes
-from bench.gpu.report import console
 from bench.procs import CpuMeter, tree
+from bench.report import console
 from corpus.doc_type import LabelledDocument
 
 

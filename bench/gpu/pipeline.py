@@ -34,7 +34,6 @@ Prints the tables (report.py) and writes `--out`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -52,9 +51,10 @@ from bench.docq_jobs import run_docq
 from bench.gpu.baseline import run_baseline_gpu, sample
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
 from bench.gpu.model import MODEL, Variant, build_model
-from bench.gpu.report import console, show, summarise, tree_note
+from bench.gpu.report import show, summarise, tree_note
 from bench.gpu.runs import run_bulk, upload_long_docq
 from bench.gpu.scans import run_scans
+from bench.report import console, write_json
 from bench.stack import Stack
 from corpus.doc_type import generate
 
@@ -129,9 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     }
 
     def save() -> None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         r["summary"] = summarise(r)
-        args.out.write_text(json.dumps(r, indent=1) + "\n")
+        write_json(args.out, r)
 
     def phase(name: str, fn: Callable[[], Any], timeout: float | None = None) -> Any:
         """Run one phase; on an error or past `timeout` (a job that never ends: run_docq

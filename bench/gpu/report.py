@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterable, Sequence
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from bench.gpu.clients import SHAPES, key
+from bench.report import console, efficiency, table
 from docq.config import REPO_ROOT
 
 TARGETS = {
@@ -30,7 +27,6 @@ SERVE_TARGETS = {
     # (7,512) with a 60%-long last row: tokens/s over full rows', at least (no padding cost)
     "tokens_7x512p_over_full": 1.0,
 }
-console = Console(width=150)
 
 
 def tree_note() -> str:
@@ -45,16 +41,6 @@ def tree_note() -> str:
     except OSError:
         return "unknown"
     return f"HEAD {head.stdout.decode()}changed from it:\n{status.stdout.decode()}"
-
-
-def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """A table of `rows`, each cell as text; the first column and `note` left-aligned."""
-    table = Table(title=title)
-    for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 or col == "note" else "right")
-    for row in rows:
-        table.add_row(*(str(cell) for cell in row))
-    console.print(table)
 
 
 def summarise(r: dict[str, Any]) -> dict[str, Any]:
@@ -75,8 +61,7 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         s["extraction_cores_needed"] = scans.get("cores_needed")
         s["extraction_cores_needed_by_gpu_time"] = scans.get("cores_needed_by_gpu_time")
     if main and ceiling:
-        s["pipeline_efficiency"] = round(main["docs_per_s"] / ceiling["docs_per_s"], 3)
-        s["work_ratio"] = round(main["computed_tokens"] / ceiling["computed_tokens"], 4)
+        s |= efficiency(main, ceiling)
     if base.get("documents") and "windows" in base:
         s["baseline_windows_per_doc"] = round(base["windows"] / base["documents"], 3)
     for precision in ("fp32", "fp16"):  # each precision's best worker count, same run
@@ -143,7 +128,7 @@ def show(r: dict[str, Any]) -> None:
                 f"p95 {p['latency_p95_s']} s, GPU MiB/worker {p['gpu_mib_per_worker']}",
             ))  # fmt: skip
     columns = ("", "docs/s", "windows/s", "GPU util %", "padding eff.", "failures", "note")
-    print_table(f"docq on {r['gpu']} — {r['date']}", columns, rows)
+    table(f"docq on {r['gpu']} — {r['date']}", columns, rows)
     if scans := r.get("scans"):
         console.print(
             f"scans: {scans.get('documents')} documents, {scans.get('pages')} pages in "
@@ -255,7 +240,7 @@ def show_serve(result: dict[str, Any]) -> None:
             f"{r['old_p50_ms']:.2f}", f"{r['old_seq_s']:,.1f}", f"{r['ratio']:.1f}x",
         ))  # fmt: skip
     title = f"torch-gpu through tritonserver vs the old runtime — {result['device']}"
-    print_table(title, columns, rows)
+    table(title, columns, rows)
     for name, t in result["targets"].items():
         console.print(
             f"{name}: {t['got']} (target {t['target']}) {'MET' if t['met'] else 'MISSED'}"

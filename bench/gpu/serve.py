@@ -48,6 +48,7 @@ from bench.gpu.measure import triton_stats
 from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.references import hf_fp16_eager, old_runtime
 from bench.gpu.report import against_references, serve_table, serve_targets, show_serve, tree_note
+from bench.report import write_json
 from devstack.services import LoadFailed, triton_server
 
 # Requests in flight per level. A model of max_batch_size B is saturated only when more
@@ -196,8 +197,7 @@ def main() -> None:
     result["targets"] = serve_targets(result["table"])
     if "references" in result:
         result["against_references"] = against_references(result["table"], result["references"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_json(args.out, result)
     show_serve(result)
 
 
