@@ -76,11 +76,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )  # fmt: skip
     ap.add_argument("--small-every", type=float, default=0.5, help="s between small jobs")
     ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
-    ap.add_argument("--long-timeout", type=float, default=60.0)
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
     ap.add_argument("--baseline-workers-fp16", type=ints, default=None, help="1,2,4,8,12")
     ap.add_argument("--baseline-documents", type=int, default=None, help="1000 (tiny 40)")
-    ap.add_argument("--clients-per-worker", type=int, default=4)
     ap.add_argument("--scans", type=Path, default=None, help="scans to upload (pack --profile)")
     ap.add_argument("--scan-docs", type=int, default=None, help="of them (default all; tiny 6)")
     ap.add_argument("--scan-repeat", type=int, default=None, help="uploads of each (8; tiny 1)")
