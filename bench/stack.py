@@ -146,22 +146,12 @@ class Stack:
         return len(self._extract)
 
     @property
-    def extract_worker(self) -> subprocess.Popen[bytes] | None:
-        """The first extract worker, if any (the one `extract=True` starts)."""
-        return self._extract[0] if self._extract else None
-
-    @property
     def bulk_workers(self) -> int:
         return len(self._bulk)
 
     @property
     def bulk_ports(self) -> list[int]:
         return [port for _, port in self._bulk]
-
-    @property
-    def workers(self) -> list[subprocess.Popen[bytes]]:
-        """The bulk workers, then the small-job lane's worker."""
-        return [proc for proc, _ in self._bulk] + [self.priority]
 
     def meter(self) -> CpuMeter:
         """CPU seconds of the API, Triton, each worker (extract workers with their reading
