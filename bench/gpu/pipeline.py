@@ -9,7 +9,7 @@ would be overrun, and the JSON is rewritten after each one, so a run cut short k
 it measured):
 
 1. docq: one upload of `--docs` documents of the bench corpus (corpus.doc_type.generate,
-   `--seed`), timed from the upload to `succeeded`, while 3-document jobs go through the
+   SEED), timed from the upload to `succeeded`, while 3-document jobs go through the
    small-job lane (runs.run_bulk); docs/s, windows/s, GPU utilisation, CPU per tier;
 2. the ceiling: Triton alone on the same windows packed over the whole corpus
    (bench.ceiling.run_triton_alone), which the pipeline's throughput is given as a share of
@@ -54,6 +54,7 @@ from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import show, summarise, tree_note
 from bench.gpu.runs import run_bulk, upload_long_docq
 from bench.gpu.scans import run_scans
+from bench.pipeline import SEED, SHARD_SIZE  # the CPU bench's corpus seed and shards
 from bench.report import console, write_json
 from bench.stack import Stack
 from corpus.doc_type import generate
@@ -67,14 +68,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     ap.add_argument("--tiny", action="store_true", help="CPU rehearsal: 2-layer model, few docs")
     ap.add_argument("--docs", type=int, default=None, help="bulk job (default 20000; tiny 300)")
-    ap.add_argument("--seed", type=int, default=777)
     ap.add_argument("--workers", type=int, default=None, help="bulk workers (12; tiny 2)")
-    ap.add_argument("--shard-size", type=int, default=64)
     ap.add_argument(
         "--model", type=Variant.parse, default=Variant(MODEL),
         help="the served model's converter overrides, as serve's variants: NAME:gelu=tanh",
     )  # fmt: skip
-    ap.add_argument("--small-every", type=float, default=0.5, help="s between small jobs")
     ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
     ap.add_argument("--baseline-workers-fp16", type=ints, default=None, help="1,2,4,8,12")
@@ -161,13 +159,13 @@ def main(argv: list[str] | None = None) -> None:
     with ProcessPoolExecutor(1) as corpus_pool:
         # The corpus is written by other processes while the model is built.
         docs_future = corpus_pool.submit(
-            generate_parallel, args.docs, args.seed, max(1, (os.cpu_count() or 2) - 2)
+            generate_parallel, args.docs, SEED, max(1, (os.cpu_count() or 2) - 2)
         )
         t = time.monotonic()
         repo, checkpoint, r["model"] = build_model(work, args.tiny, on_gpu, args.model.overrides)
         r["model"]["build_s"] = round(time.monotonic() - t, 1)
         docs = docs_future.result()
-    small = [d for d in generate(300, args.seed + 1) if len(d.text) < 1500]
+    small = [d for d in generate(300, SEED + 1) if len(d.text) < 1500]
     counts = window_counts(docs, repo / MODEL / "tokenizer")  # the served model's
     long_docs = [docs[i] for i in longest(docs, counts, args.long_documents)]
     r["corpus"] = {
@@ -183,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     sampler.start()
     try:
         gpu_stack = Stack(
-            repo, work, args.shard_size, 0, model=MODEL, triton_nice=None, meter_redis=True
+            repo, work, SHARD_SIZE, 0, model=MODEL, triton_nice=None, meter_redis=True
         )
         with gpu_stack as stack:
             stack.add_workers(args.workers)
@@ -191,11 +189,11 @@ def main(argv: list[str] | None = None) -> None:
             console.print(
                 f"stack up with {stack.bulk_workers} bulk workers: {r['stack_ready_after_s']} s"
             )
-            warm = docs[-min(len(docs), 2 * args.shard_size * stack.bulk_workers) :]
+            warm = docs[-min(len(docs), 2 * SHARD_SIZE * stack.bulk_workers) :]
             phase("warm-up", lambda: run_docq(stack, warm), timeout=90)
 
             def bulk() -> dict[str, Any]:
-                out = run_bulk(stack, docs, sum(counts), sampler, small, args.small_every)
+                out = run_bulk(stack, docs, sum(counts), sampler, small)
                 console.print(f"docq: {out['docs_per_s']} docs/s, {out['windows_per_s']} windows/s")
                 return out
 

@@ -17,6 +17,8 @@ from bench.procs import tree
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 
+SMALL_EVERY_S = 0.5  # between two 3-document jobs during the bulk job
+
 
 def started(stack: Stack) -> Callable[[], bool]:
     """True once the bulk workers sent a batch more than when this was made."""
@@ -34,11 +36,10 @@ def run_bulk(
     windows: int,
     sampler: GpuSampler,
     small: Sequence[LabelledDocument],
-    small_every: float,
 ) -> dict[str, Any]:
     """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and
     3-document jobs of `small` meanwhile, from the workers' first batch (SmallJobs)."""
-    probe = SmallJobs(stack, small, small_every, ready=started(stack))
+    probe = SmallJobs(stack, small, SMALL_EVERY_S, ready=started(stack))
     held_before = gpu_processes()
     triton_before = triton_stats(stack.triton_url, MODEL)
     t0 = time.monotonic()
