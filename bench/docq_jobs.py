@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from bench.measure import percentile, worker_batches
+from bench.procs import percentile, worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 

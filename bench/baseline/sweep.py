@@ -15,8 +15,7 @@ from typing import Any
 
 import httpx
 
-from bench.measure import percentile
-from bench.procs import CpuMeter
+from bench.procs import CpuMeter, percentile
 from bench.report import console
 from corpus.doc_type import LabelledDocument
 from devstack import services

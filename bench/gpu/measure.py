@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bench.measure import percentile
+from bench.procs import percentile
 from bench.report import console
 from devstack.services import stop
 

@@ -167,13 +167,14 @@ def main(argv: list[str] | None = None) -> None:
         docs = docs_future.result()
     small = [d for d in generate(300, SEED + 1) if len(d.text) < 1500]
     counts = window_counts(docs, repo / MODEL / "tokenizer")  # the served model's
-    long_docs = [docs[i] for i in longest(docs, counts, args.long_documents)]
+    long_picked = longest(docs, counts, args.long_documents)
+    long_docs = [docs[i] for i in long_picked]
     r["corpus"] = {
         "documents": len(docs),
         "windows": sum(counts),
         "windows_per_doc": round(sum(counts) / len(docs), 3),
         "mean_chars": round(sum(len(d.text) for d in docs) / len(docs)),
-        "long_upload_windows": sum(counts[i] for i in longest(docs, counts, args.long_documents)),
+        "long_upload_windows": sum(counts[i] for i in long_picked),
         "ready_after_s": round(args.budget_s - budget.left(), 1),
     }
     console.print(f"corpus and model ready: {r['corpus']}, model {r['model']['build_s']} s")

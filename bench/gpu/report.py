@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from bench.gpu.clients import SHAPES, key
@@ -82,19 +83,17 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
 def targets_met(s: dict[str, Any]) -> dict[str, bool | None]:
     """Each target: met, missed, or None where its phase did not run (or had no samples)."""
 
-    def known(key: str) -> bool:
+    def check(key: str, ok: Callable[[Any], bool]) -> bool | None:
         value = s.get(key)
-        return value is not None and value == value  # NaN: no samples
+        return None if value is None or value != value else bool(ok(value))  # NaN: no samples
 
-    efficiency, ratio, small = "pipeline_efficiency", "ratio", "small_job_p95_s"
+    e, r, p = (TARGETS[k] for k in ("pipeline_efficiency", "ratio", "small_job_p95_s"))
     return {
-        f"{efficiency} >= {TARGETS[efficiency]}": (
-            s[efficiency] >= TARGETS[efficiency] if known(efficiency) else None
+        f"pipeline_efficiency >= {e}": check("pipeline_efficiency", lambda v: v >= e),
+        f"ratio >= {r} with 0 failures": check(
+            "ratio", lambda v: v >= r and s["docq_failures"] == 0
         ),
-        f"{ratio} >= {TARGETS[ratio]} with 0 failures": (
-            bool(s[ratio] >= TARGETS[ratio] and s["docq_failures"] == 0) if known(ratio) else None
-        ),
-        f"{small} <= {TARGETS[small]}": s[small] <= TARGETS[small] if known(small) else None,
+        f"small_job_p95_s <= {p}": check("small_job_p95_s", lambda v: v <= p),
     }
 
 

@@ -12,8 +12,7 @@ import httpx
 from bench.docq_jobs import SmallJobs, run_docq, small_job_stats, submit, wait_job
 from bench.gpu.measure import GpuSampler, gpu_processes, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
-from bench.measure import worker_batches
-from bench.procs import tree
+from bench.procs import tree, worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 
