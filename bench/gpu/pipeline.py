@@ -181,11 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     sampler = GpuSampler()
     sampler.start()
     try:
-        gpu_stack = Stack(
-            repo, work, SHARD_SIZE, 0, model=MODEL, triton_nice=None, meter_redis=True
-        )
-        with gpu_stack as stack:
-            stack.add_workers(args.workers)
+        with Stack(
+            repo, work, SHARD_SIZE, args.workers, model=MODEL, triton_nice=None, meter_redis=True
+        ) as stack:
             r["stack_ready_after_s"] = round(args.budget_s - budget.left(), 1)
             console.print(
                 f"stack up with {stack.bulk_workers} bulk workers: {r['stack_ready_after_s']} s"
@@ -233,17 +231,11 @@ def main(argv: list[str] | None = None) -> None:
                 os.environ["BASELINE_CHECKPOINT"] = str(checkpoint)  # read by bench/baseline/app.py
                 os.environ["BASELINE_DEVICE"] = "cuda" if on_gpu else "cpu"
                 picked = sample(docs, args.baseline_documents)  # the corpus's mix
-                base_docs = [docs[i] for i in picked]
+                base_docs, windows = [docs[i] for i in picked], sum(counts[i] for i in picked)
 
                 def baseline() -> dict[str, Any]:
                     out = run_baseline_gpu(
-                        base_docs,
-                        sum(counts[i] for i in picked),
-                        long_docs,
-                        args,
-                        work,
-                        sampler,
-                        budget,
+                        base_docs, windows, long_docs, args, work, sampler, budget
                     )
                     r["long_upload"]["baseline"] = out.pop("long_upload", {})
                     return out
