@@ -1,5 +1,5 @@
 """Sizing: what a deployment of docq needs around its GPUs, measured with docq's own code
-(`python -m bench.sizing redis|uploads|manifest`). Each tool prints one table and writes its
+(`python -m bench.sizing redis|uploads|manifest|scans`). Each tool prints one table and writes its
 figures as JSON (`--out`) with the command, the date and how busy the machine was; the Redis
 figures come from INFO and MEMORY USAGE, read here for all three.
 """
@@ -60,12 +60,13 @@ def write(title: str, rows: Rows, run: dict[str, Any], out: Path | None) -> None
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`python -m bench.sizing TOOL [options] [--out FILE]`: runs one tool; its figures."""
-    from bench.sizing import manifest, redis_load, uploads  # they import the helpers above
+    from bench.sizing import manifest, redis_load, scans, uploads  # they import the helpers above
 
     tools = {
         "redis": (redis_load, "one Redis under docq's calls: its CPU and memory a document"),
         "uploads": (uploads, "Redis bytes a queued scanned page; the API's peak RSS per upload"),
         "manifest": (manifest, "a manifest job's Redis footprint, its 202 and its first result"),
+        "scans": (scans, "docq's CPU seconds a 300 dpi scanned page, upload to result"),
     }
     p = argparse.ArgumentParser(prog="python -m bench.sizing", description=__doc__)
     subparsers = p.add_subparsers(dest="tool", required=True)
