@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -36,7 +34,7 @@ from devstack.fleet.hosts import (
     Service,
 )
 from devstack.services import wait_for
-from devstack.stack import REPO
+from devstack.supervisor import Supervisor, triton_ready
 from docq.store import connection
 from docq.store.tenants import Tenants
 
@@ -47,17 +45,13 @@ START_S = 240  # a Celery worker took over 90 s to start here at a load of 24
 SUPERVISE_S = 2.0  # how often the supervisor looks for docq processes that ended
 
 
-class Fleet:
-    """Every host of `layout`, started by `up()` and removed by `down()`."""
+class Fleet(Supervisor):
+    """Every host of `layout`, started by `up()` and removed by `down()`; its docq processes
+    supervised (devstack/supervisor.py)."""
 
     def __init__(self, layout: Layout) -> None:
+        super().__init__()
         self.layout = layout
-        self.procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
-        self.starts: dict[tuple[str, str], int] = {}
-        self.lost: set[str] = set()  # hosts a nemesis took down: their heal boots them
-        self.restarts: list[dict[str, object]] = []  # what the supervisor started again
-        self.lock = threading.RLock()
-        self.stopping = threading.Event()
 
     @property
     def net(self) -> net.Network:
@@ -87,7 +81,9 @@ class Fleet:
             self.launch(service)
         for service in started:
             self.wait(service)
-        threading.Thread(target=self.supervise, name="fleet-supervisor", daemon=True).start()
+        self.supervise(
+            SUPERVISE_S, lambda host, name: self.launch(self.service(host, name)), self.restartable
+        )
 
     def _start_redis(self) -> None:
         """Master, replicas in sync, then the Sentinels once they can see all of it."""
@@ -138,18 +134,7 @@ class Fleet:
         argv = ["ip", "netns", "exec", self.net.ns(service.host)]
         if service.nice:
             argv += ["nice", "-n", str(service.nice)]
-        with self.lock, self.log(*key).open("ab") as out:
-            proc = subprocess.Popen(
-                [*argv, *service.argv],
-                cwd=REPO,
-                env={**os.environ, **service.env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            self.procs[key] = proc
-            self.starts[key] = self.starts.get(key, 0) + 1
-        return proc
+        return self.spawn(key, [*argv, *service.argv], service.env, self.log(*key))
 
     def wait(self, service: Service, timeout: float = START_S) -> None:
         key = (service.host, service.name)
@@ -170,13 +155,7 @@ class Fleet:
             port = REDIS_PORT if service.ready == "redis" else SENTINEL_PORT
             return bool(redis.Redis(addr, port, socket_timeout=1).ping())
         if service.ready == "triton":
-            import tritonclient.grpc as grpcclient
-
-            client = grpcclient.InferenceServerClient(f"{addr}:{TRITON_PORTS[1]}")
-            try:
-                return bool(client.is_server_ready()) and bool(client.is_model_ready("doc-type"))
-            finally:
-                client.close()
+            return triton_ready(f"{addr}:{TRITON_PORTS[1]}")
         if service.ready == "http":
             url = f"http://{addr}:{service.env['DOCQ_API_PORT']}{service.path}"
             return httpx.get(url, timeout=2).status_code == 200
@@ -199,14 +178,13 @@ class Fleet:
                 self.launch(service)
             for service in services:
                 self.wait(service, TRITON_START_S if host in TRITON_HOSTS else START_S)
-        self.lost.discard(host)
 
     # -- faults and the end -----------------------------------------------------------
 
     def lose(self, host: str) -> list[int]:
         """SIGKILL every process of `host` at once (the machine lost); their pids."""
         with self.lock:  # not started again by the supervisor: the host is down
-            self.lost.add(host)
+            self.kept_down.update(key for key in self.procs if key[0] == host)
         killed = net.kill_all(self.net.ns(host))
         for (h, _), proc in self.procs.items():
             if h == host:
@@ -217,18 +195,12 @@ class Fleet:
 
     def down(self) -> None:
         """Kill everything and remove the hosts and the bridge."""
-        self.stopping.set()
+        self.stop_supervising()
         with self.lock:
             net.destroy(self.net)
         for proc in self.procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)
-
-    def exited(self) -> list[tuple[str, str, int]]:
-        """Processes that ended although no one killed them: (host, name, code)."""
-        with self.lock:
-            procs = list(self.procs.items())
-        return [(*key, rc) for key, proc in procs if (rc := proc.poll()) is not None]
 
     def mend(self) -> list[tuple[str, str, int]]:
         """Heal every link and start again every process that ended (what a scenario left
@@ -242,30 +214,17 @@ class Fleet:
                     master = self.master()
                     service = self.layout.redis(host, master if master != host else None)
                 self.start(service, TRITON_START_S)
-            self.lost.clear()
         return ended
 
     def service(self, host: str, name: str) -> Service:
         return next(s for s in self.layout.services(host) if s.name == name)
 
-    def supervise(self) -> None:
-        """Start again, every SUPERVISE_S, a docq process (the API, a Celery worker) that
-        ended by itself, as Kubernetes restarts a pod's container (restartPolicy: Always)
-        and compose's `restart:` does: a Celery worker exits (code 1) on an error it does
-        not recover from, and a fleet without a supervisor would run one short until the
-        next scenario. Not those of a host a nemesis took down (its heal boots it), nor
-        Redis, the Sentinels or a Triton (only ever lost with their host)."""
-        while not self.stopping.wait(SUPERVISE_S):
-            with self.lock:
-                for host, name, code in self.exited():
-                    service = self.service(host, name)
-                    if host in self.lost or service.ready not in ("log", "http"):
-                        continue
-                    log.warning("%s on %s ended (%d): starting it again", name, host, code)
-                    self.restarts.append(
-                        {"host": host, "name": name, "code": code, "at": time.time()}
-                    )
-                    self.launch(service)
+    def restartable(self, host: str, name: str) -> bool:
+        """What the supervisor starts again (every SUPERVISE_S) when it ends by itself: a
+        docq process (the API, a Celery worker); a fleet without a supervisor would run one
+        short until the next scenario. Not Redis, the Sentinels or a Triton (only ever lost
+        with their host), nor a process of a host a nemesis took down (its heal boots it)."""
+        return self.service(host, name).ready in ("log", "http")
 
     def api_key(self, tenant: str) -> str:
         """A new API key of `tenant` (made through the Sentinels, from the controller)."""

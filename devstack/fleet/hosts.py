@@ -48,29 +48,36 @@ TRITON_PORTS = (8000, 8001, 8002)  # HTTP, gRPC, metrics
 # master's host is a failover this many seconds later.
 DOWN_AFTER_MS = 3000
 
-# Settings every docq process of the fleet gets (DOCQ_*): short leases, sweeps and backoffs
-# (as bench/chaos's), so that a lost host costs seconds, not the defaults' minutes; and a
-# Redis socket timeout that bounds an answer when a host goes silent (no connection closes
-# across a partition: a command waits for this long).
-TUNING = {
-    "DOCQ_REDIS_WAIT_REPLICAS": "1",
-    # WAIT gives up (503) before the socket timeout would cut its connection
-    "DOCQ_REDIS_WAIT_TIMEOUT_MS": "1000",
-    "DOCQ_REDIS_SOCKET_TIMEOUT_S": "3",
-    "DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",  # the client's receiver is on 10.77.0.0/24
-    "DOCQ_SHARD_SIZE": "16",
+# Settings for a stack whose processes die under a job (the fleet's and bench/faults/chaos.py's):
+# short leases, sweeps and backoffs, so that recovery is seconds, not the defaults' minutes;
+# the visibility timeout stays at its hour (it must not be what recovers).
+FAST_RECOVERY = {
+    # 15 s: with 6 s, heartbeats of live workers on a loaded 2-core box came late, and their
+    # shards were enqueued again while they still held them
     "DOCQ_SHARD_LEASE_S": "15",
     "DOCQ_SWEEP_INTERVAL_S": "1",
     "DOCQ_AUDIT_INTERVAL_S": "3",
     "DOCQ_TASK_RETRY_BACKOFF_S": "1",
     "DOCQ_TASK_RETRY_BACKOFF_MAX_S": "4",
     "DOCQ_TRITON_TIMEOUT_S": "30",
-    "DOCQ_TRITON_MAX_IN_FLIGHT": "2",
+    "DOCQ_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",  # the receivers are on private addresses
     "DOCQ_WEBHOOK_TIMEOUT_S": "2",
     "DOCQ_WEBHOOK_BACKOFF_S": "1",
     "DOCQ_WEBHOOK_BACKOFF_MAX_S": "4",
     "DOCQ_WEBHOOK_MAX_ATTEMPTS": "100",
     "DOCQ_WEBHOOK_STALL_S": "5",
+}
+# Settings every docq process of the fleet gets (DOCQ_*): FAST_RECOVERY's, and a Redis
+# socket timeout that bounds an answer when a host goes silent (no connection closes across
+# a partition: a command waits for this long).
+TUNING = {
+    **FAST_RECOVERY,
+    "DOCQ_REDIS_WAIT_REPLICAS": "1",
+    # WAIT gives up (503) before the socket timeout would cut its connection
+    "DOCQ_REDIS_WAIT_TIMEOUT_MS": "1000",
+    "DOCQ_REDIS_SOCKET_TIMEOUT_S": "3",
+    "DOCQ_SHARD_SIZE": "16",
+    "DOCQ_TRITON_MAX_IN_FLIGHT": "2",
     "DOCQ_EXTRACT_PROCESSES": "1",
     "DOCQ_READ_FILES_AT_ONCE": "1",
 }

@@ -1,10 +1,11 @@
-"""The chaos run in small (bench/chaos/): for 45 s under a job, with small jobs beside it
-and webhooks to a verifying receiver, a seeded schedule SIGKILLs a random process of the
-stack (bulk, small-job and webhooks workers, tritonserver, redis-server, the API) every
-10-30 s, sometimes two, and starts each again after 1-4 s. Afterwards nothing is lost,
-duplicated or relabelled (against the fault-free run of the same documents), every job is
-final, every event reached the receiver once, and the last job was done within 60 s of the
-last fault. `python -m bench.chaos` runs the same for longer.
+"""The chaos run in small (bench/faults/chaos.py, judged by bench/faults/check.py): for 45 s
+under a job, with small jobs beside it and webhooks to a verifying receiver, a seeded
+schedule SIGKILLs a random process of the stack (bulk, small-job and webhooks workers,
+tritonserver, redis-server, the API) every 10-30 s, sometimes two, and starts each again
+after 1-4 s. Afterwards nothing is lost, duplicated or relabelled (against the fault-free
+run of the same documents), every job is final, every event reached the receiver once, and
+the last job was done within 60 s of the last fault. `python -m bench.faults chaos` runs
+the same for longer.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.chaos.run import Config, run
+from bench.faults.chaos import Config, run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults, pytest.mark.slow]
 
@@ -30,9 +31,10 @@ def test_random_kills_under_a_job_lose_duplicate_and_relabel_nothing(tmp_path: P
         settle_timeout_s=120,  # a run that does not recover fails in minutes, not hours
     )
     report = run(cfg)
-    assert len(report.faults) >= 2, report.faults  # the seed gives kills, not luck
-    assert report.jobs >= 4 and report.documents >= 300
-    # on failure, the schedule and the receiver's counts: what CI prints is all there is
-    seen = {"faults": report.faults, "webhooks": report.webhooks, "client": report.client}
-    assert report.violations(cfg.recovery_s) == [], seen
-    assert report.webhooks["events"] == report.jobs + 1  # each job and the reference run
+    assert len(report["faults"]) >= 2, report["faults"]  # the seed gives kills, not luck
+    # the jobs and their documents beside the reference run's
+    assert report["accepted"] - 1 >= 4 and report["documents"] - 300 >= 300
+    # on failure, the schedule and the client's counts: what CI prints is all there is
+    seen = {k: report[k] for k in ("faults", "webhooks", "answers", "recovery_lag_s")}
+    assert report["violations"] == [], seen
+    assert report["webhooks"]["jobs"] == report["accepted"]  # each job and the reference run

@@ -1,4 +1,4 @@
-"""The fleet checker's judgement of a client's logs (bench/fleet/check.py), on logs written
+"""The fleet checker's judgement of a client's logs (bench/faults/check.py), on logs written
 here: what it counts as lost and how it measures the answers during a fault. No fleet."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.fleet.check import check
+from bench.faults.check import check
 
 T0 = 1_000_000.0
 FAULT = {"name": "halves", "applied": T0 + 10, "healed": T0 + 40, "client_cut": False}

@@ -1,6 +1,6 @@
-"""The fleet's scenarios (issue 41), each a run of bench/fleet/run.py on real processes in
+"""The fleet's scenarios (issue 41), each a run of bench/faults/fleet.py on real processes in
 real network namespaces: a client uploading throughout while a nemesis acts, then the
-checker's verdict on what the client saw (bench/fleet/check.py). One module, one fleet:
+checker's verdict on what the client saw (bench/faults/check.py). One module, one fleet:
 every scenario here shares it (about a minute to start), and make test's xdist runs a
 module in one process, so two fleets never share the bridge's name.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fleet.run import Step, random_steps, reference, run
+from bench.faults.fleet import Step, random_steps, reference, run
 from devstack.fleet import net
 from devstack.fleet.fleet import START_S, Fleet
 from devstack.fleet.hosts import Layout
@@ -159,6 +159,6 @@ def test_a_worker_host_and_a_triton_host_lost_at_once_lose_nothing(
 def test_a_short_seeded_run_of_random_nemeses(
     fleet: Fleet, tmp_path: Path, expected: dict[str, str]
 ) -> None:
-    """What `python -m bench.fleet --seconds 60 --seed 7` runs, on this module's fleet."""
+    """What `python -m bench.faults fleet --seconds 60 --seed 7` runs, on this module's fleet."""
     report = run(fleet, random_steps(60, seed=7), tmp_path, seed=7, expected=expected)
     assert report["violations"] == [], verdict(report)

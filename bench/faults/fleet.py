@@ -1,7 +1,7 @@
 """One fleet run: the client (client.py, inside the `client` host) uploads at a steady rate
 while nemeses (devstack/fleet/nemesis.py) are applied and healed one after another, then
 the checker (check.py) judges what the client saw. The scenarios of tests/fleet and
-`python -m bench.fleet` are each one call of `run`.
+`python -m bench.faults fleet` are each one call of `run`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.fleet.check import check
+from bench.faults.check import check
+from bench.faults.client import Client, corpus, fault_free_labels
 from devstack.fleet.fleet import Fleet
 from devstack.fleet.nemesis import CLIENT, Isolate, LoseHost, Nemesis, catalogue
 from devstack.stack import REPO
@@ -41,10 +42,10 @@ def client_cut(nemesis: Nemesis) -> bool:
     return False
 
 
-def client(fleet: Fleet, key: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
+def start_client(fleet: Fleet, key: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
     """client.py inside the client host."""
     argv = [
-        *("ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m", "bench.fleet.client"),
+        *("ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m", "bench.faults.client"),
         *("--api", fleet.layout.api_url, "--key", key, "--out", str(out)),
         *("--address", fleet.layout.address(CLIENT), *args),
     ]
@@ -53,15 +54,13 @@ def client(fleet: Fleet, key: str, out: Path, *args: str) -> subprocess.Popen[by
 
 
 def reference(fleet: Fleet, out: Path, documents: int = DOCUMENTS) -> dict[str, str]:
-    """The labels of a fault-free run of the runs' documents (client.CORPUS_SEED's)."""
-    out.mkdir(parents=True, exist_ok=True)
-    key = fleet.api_key("fleet-reference")
-    args = ("--reference", "--documents", str(documents))
-    proc = client(fleet, key, out, *args, "--settle-s", "300")
-    if proc.wait(360) != 0:
-        raise RuntimeError(f"the reference run failed (log: {out / 'client.log'})")
-    labels: dict[str, str] = json.loads((out / "reference.json").read_text())
-    return labels
+    """The labels of a fault-free run of the runs' documents (client.CORPUS_SEED's), uploaded
+    from the controller: no fault holds, so where the client stands does not matter."""
+    client = Client(fleet.layout.api_url, fleet.api_key("fleet-reference"), out)
+    try:
+        return fault_free_labels(client, {"documents": corpus(documents)}, 300)
+    finally:
+        client.close()
 
 
 def run(
@@ -84,7 +83,7 @@ def run(
         expected = reference(fleet, out / "reference", documents)
     seconds = sum(s.wait_s + s.hold_s for s in steps) + tail_s
     started = time.time()
-    proc = client(
+    proc = start_client(
         fleet,
         key,
         out,
