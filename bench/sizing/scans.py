@@ -1,18 +1,14 @@
 """The CPU a scanned page costs docq (issue 21): `--scans` 300 dpi A4 scans, black and
-white, as TIFF (corpus.render, as `python -m corpus.render scans` writes them, seed
-`--seed`), uploaded as files in one multipart upload to bench/stack.py's stack as `make up`
-runs it (redis-server, tritonserver, the API, one bulk worker, the small-job lane's worker
-and `--extract-workers` extract workers), timed from the upload to `succeeded`.
+white, as TIFF (corpus.render, seed `--seed`), in one multipart upload to bench/stack.py's
+stack as `make up` runs it (one bulk worker, `--extract-workers` extract workers), timed
+from the upload to `succeeded`. A few scans go through first, untimed, so the extract
+workers' reading children are started (none read: OCR is unavailable, and it stops there).
 
-bench.procs.CpuMeter counts the CPU seconds of each process tree over that window: docq's
-own processes (the API, the extract workers with their reading children, the bulk and
-small-job workers) make the figure, CPU seconds a page; Triton's, which a GPU would take
-over, is shown apart. Before it, a few scans go through untimed so the extract workers'
-reading children are started (and where none is read, OCR is unavailable: it stops there).
-
-The GPU plays no part but as the divisor: the cores that would keep one H200 busy are the
-pages/s it classifies (H200_WINDOWS_PER_S, Triton alone, over this run's windows a page)
-times the CPU seconds a page.
+bench.procs.CpuMeter counts each process tree's CPU seconds over that window: docq's own
+(the API, the extract workers with their reading children, the bulk and small-job workers)
+make the figure, CPU seconds a page; Triton's, which a GPU would take over, is shown apart.
+The GPU is only the divisor: the cores that keep one H200 busy are the pages/s it
+classifies (H200_WINDOWS_PER_S over this run's windows a page) times those CPU seconds.
 
     nice -n 10 python -m bench.sizing scans --scans 200 --out bench/runs/scans-cpu-DATE.json
 """
@@ -41,17 +37,14 @@ from docq.config import REPO_ROOT
 H200_WINDOWS_PER_S = 1740.9
 # docq's own processes, as bench.stack.Stack.meter names their trees (Triton is apart).
 DOCQ_TIERS = ("api", "extract worker", "bulk worker", "priority worker")
-SHOWN = (  # the table's rows: what, the figure's key, its unit
-    ("docq's CPU seconds a page (API, extract, bulk, small-job)", "docq_cpu_s_per_page", "s"),
-    ("  extract workers (OCR, their children included)", "extract_cpu_s_per_page", "s"),
-    ("  bulk workers", "bulk_cpu_s_per_page", "s"),
-    ("  the API", "api_cpu_s_per_page", "s"),
-    ("Triton's CPU seconds a page (the model on the CPU, apart)", "triton_cpu_s_per_page", "s"),
-    ("cores that keep one H200 busy with scans", "cores_per_h200", ""),
-    ("documents", "documents", ""),
-    ("  of them failed", "failures", ""),
-    ("pages", "pages", ""),
-    ("wall time, upload to succeeded", "wall_s", "s"),
+SHOWN = (  # the table's rows: what, and the figure's key
+    ("docq's CPU s a page (API, extract, bulk, small-job)", "docq_cpu_s_per_page"),
+    ("  extract workers (OCR, their children included)", "extract_cpu_s_per_page"),
+    ("  bulk workers", "bulk_cpu_s_per_page"),
+    ("  the API", "api_cpu_s_per_page"),
+    ("Triton's CPU s a page (the model on the CPU, apart)", "triton_cpu_s_per_page"),
+    ("cores that keep one H200 busy with scans", "cores_per_h200"),
+    ("wall s, upload to succeeded", "wall_s"),
 )
 
 
@@ -109,9 +102,11 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
         form = scan_form("tiff", 300, bilevel=True)
         folder, processes = work / "scans", os.cpu_count() or 1
         names = list(render_scans(folder, args.scans, args.seed, form, processes))
-        with Stack(REPO_ROOT / "model_repository", work, 64, ready_s=300) as st:
+        with (
+            Stack(REPO_ROOT / "model_repository", work, 64, ready_s=300) as st,
+            httpx.Client(base_url=st.url, headers=st.headers, timeout=300) as http,
+        ):
             st.add_extract_workers(args.extract_workers)
-            http = httpx.Client(base_url=st.url, headers=st.headers, timeout=300)
             warm = names[: max(1, args.extract_workers * st.settings.extract_processes)]
             warm_id = upload(http, folder, warm, prefix="warm-")
             wait_job(http, warm_id, 0.5, timeout_s=600)
@@ -124,16 +119,12 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
             job = wait_job(http, job_id, 1.0, timeout_s=7200)
             wall_s = time.monotonic() - t0
             out = figures(all_results(http, job_id), wall_s, meter.stop())
-            http.close()
-            s = st.settings
-            out["status"] = job["status"]
-            out["reading"] = {
-                "extract_workers": st.extract_workers,
-                "children_per_worker": s.extract_processes,
-                "files_per_shard_at_once": s.read_files_at_once,
-                "ocr_threads": s.extract_ocr_threads,
-            }
-    out["loadavg_1m_after"] = os.getloadavg()[0]
-    rows = [(what, f"{out.get(key, '-')}{' ' + unit if unit else ''}") for what, key, unit in SHOWN]
+            reading = ("extract_processes", "read_files_at_once", "extract_ocr_threads")
+            out["reading"] = {name: getattr(st.settings, name) for name in reading}
+    out |= {"status": job["status"], "loadavg_1m_after": os.getloadavg()[0]}
+    rows = [(what, str(out.get(key, "-"))) for what, key in SHOWN]
+    rows.append(
+        ("documents, pages, failures", f"{out['documents']}, {out['pages']}, {out['failures']}")
+    )
     title = "scans: docq's CPU seconds a 300 dpi scanned page, upload to result"
     return title, rows, {**head, "args": vars(args), **out}
