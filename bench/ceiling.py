@@ -25,21 +25,16 @@ def ceiling_batches(windows: Sequence[Window], model: ModelSpec) -> list[Batch]:
     return pack(windows, model.max_batch_size, model.budget, ragged=model.ragged)
 
 
-def run_triton_alone(
-    stack: Stack,
-    docs: Sequence[LabelledDocument],
-    model: str,
-    in_flight: int | None = None,
-) -> dict[str, Any]:
-    """The corpus's windows as ceiling_batches() packs them, straight to Triton with
-    `in_flight` requests outstanding (default: twice what docq's bulk workers keep), timed
-    from the first request to the last answer; tokenizing happens before the clock starts."""
+def run_triton_alone(stack: Stack, docs: Sequence[LabelledDocument], model: str) -> dict[str, Any]:
+    """The corpus's windows as ceiling_batches() packs them, straight to Triton with twice
+    the requests outstanding that docq's bulk workers keep, timed from the first request to
+    the last answer; tokenizing happens before the clock starts."""
     catalog = ModelCatalog(stack.triton_url, stack.repo)
     spec = catalog.spec(model)
     catalog.close()
     windows = windows_of(docs, spec)
     batches = ceiling_batches(windows, spec)
-    in_flight = in_flight or 2 * stack.bulk_workers * stack.settings.triton_max_in_flight
+    in_flight = 2 * stack.bulk_workers * stack.settings.triton_max_in_flight
     triton = TritonInference(stack.triton_url, max_in_flight=in_flight, timeout_s=300)
     meter = CpuMeter({"triton": stack.triton_pid})
     meter.start()

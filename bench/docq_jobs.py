@@ -1,17 +1,17 @@
-"""docq's side of the bench: jobs through its public API, as a client application sends
-them (one bulk upload timed to `succeeded`, and latency probes while bulk jobs run)."""
+"""docq's side of both pipeline benches: jobs through its public API, as a client application
+sends them (one bulk upload timed to `succeeded`, and latency probes while bulk jobs run)."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 
-from bench.measure import percentile, worker_batches
+from bench.procs import percentile, worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 
@@ -95,14 +95,72 @@ def run_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
 
 ACCEPT_UPLOADS = 200  # 1,000-document uploads the acceptance probe times
 ACCEPT_EVERY_S = 0.5  # between two of them
-SMALL_EVERY_S = 2.0  # between two 3-document jobs
+SMALL_EVERY_S = 2.0  # between two 3-document jobs of the CPU bench's probe
+
+
+class SmallJobs:
+    """3-document jobs of `docs`, one after the other every `every` seconds once `ready()`
+    says so (or after 120 s), each timed from the upload to its final state, in a thread of
+    their own while bulk jobs run; `samples` are (start, end, status)."""
+
+    def __init__(
+        self,
+        stack: Stack,
+        docs: Sequence[LabelledDocument],
+        every: float,
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.stack, self.docs, self.every, self._ready = stack, docs, every, ready
+        self.samples: list[tuple[float, float, str]] = []
+        self._running = threading.Event()
+        self._running.set()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        deadline = time.monotonic() + 120
+        while self._running.is_set() and time.monotonic() < deadline and not self._ready():
+            time.sleep(0.1)
+        stack = self.stack
+        with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as http:
+            i = 0
+            while self._running.is_set():
+                batch = [self.docs[(i + k) % len(self.docs)] for k in range(3)]
+                i += 3
+                t = time.monotonic()
+                try:
+                    job_id, _ = submit(http, batch)
+                    status = wait_job(http, job_id, 0.02)["status"]
+                except httpx.HTTPError as exc:
+                    status = f"error: {exc!r}"
+                self.samples.append((t, time.monotonic(), status))
+                time.sleep(self.every)
+
+    def stop(self) -> list[tuple[float, float, str]]:
+        self._running.clear()
+        self._thread.join(90)
+        return self.samples
+
+
+def small_job_stats(samples: Sequence[tuple[float, float, str]], t0: float, t1: float) -> dict:
+    """Upload-to-result seconds of the small jobs that ran wholly between t0 and t1."""
+    inside = [(a, b, s) for a, b, s in samples if a >= t0 and b <= t1]
+    ok = [b - a for a, b, s in inside if s == "succeeded"]
+    return {
+        "n": len(ok),
+        "not_succeeded": len(inside) - len(ok),
+        "p50_s": round(percentile(ok, 50), 3),
+        "p95_s": round(percentile(ok, 95), 3),
+        "max_s": round(max(ok), 3) if ok else None,
+        "samples_s": [round(x, 3) for x in ok],
+    }
 
 
 def run_probes(
     stack: Stack, background: Sequence[LabelledDocument], small: Sequence[LabelledDocument]
 ) -> dict[str, Any]:
     """Latency while bulk jobs run: ACCEPT_UPLOADS 1,000-document uploads (acceptance; each
-    cancelled at once, so it adds no work) and 3-document jobs (upload to `succeeded`).
+    cancelled at once, so it adds no work) and 3-document jobs (SmallJobs).
     A new bulk job of `background` starts whenever the last one ends, until enough uploads
     were timed; the one still running then is cancelled."""
     http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120)
@@ -110,7 +168,6 @@ def run_probes(
     accept_body = json.dumps({"documents": thousand}).encode()
     running = threading.Event()
     accept_ms: list[float] = []
-    small_s: list[float] = []
 
     def accept_probe() -> None:
         with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as c:
@@ -122,34 +179,24 @@ def run_probes(
                 c.delete(f"/v1/jobs/{r.json()['id']}")  # acceptance only: skip the work
                 time.sleep(ACCEPT_EVERY_S)
 
-    def small_probe() -> None:
-        with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as c:
-            i = 0
-            while running.is_set():
-                batch = [small[(i + k) % len(small)] for k in range(3)]
-                i += 3
-                t = time.perf_counter()  # from the upload to the result
-                job = wait_job(c, submit(c, batch)[0], 0.02)
-                if job["status"] == "succeeded" and running.is_set():
-                    small_s.append(time.perf_counter() - t)
-                time.sleep(SMALL_EVERY_S)
-
     bulk_id, _ = submit(http, background)
     bulk_jobs = 1
     while http.get(f"/v1/jobs/{bulk_id}").json()["status"] == "queued":
         time.sleep(0.1)
     running.set()
-    probes = [threading.Thread(target=accept_probe), threading.Thread(target=small_probe)]
-    for p in probes:
-        p.start()
-    while len(accept_ms) < ACCEPT_UPLOADS and probes[0].is_alive():
+    t0 = time.monotonic()
+    small_jobs = SmallJobs(stack, small, SMALL_EVERY_S)
+    probe = threading.Thread(target=accept_probe)
+    probe.start()
+    while len(accept_ms) < ACCEPT_UPLOADS and probe.is_alive():
         if http.get(f"/v1/jobs/{bulk_id}").json()["status"] in ("succeeded", "failed"):
             bulk_id, _ = submit(http, background)
             bulk_jobs += 1
         time.sleep(0.25)
     running.clear()
-    for p in probes:
-        p.join()
+    t1 = time.monotonic()
+    probe.join()
+    small_s = small_job_stats(small_jobs.stop(), t0, t1)
     http.delete(f"/v1/jobs/{bulk_id}")
     return {
         "background_jobs": {"documents": len(background), "jobs": bulk_jobs},
@@ -160,10 +207,10 @@ def run_probes(
             "max": round(max(accept_ms), 1),
             "samples": [round(ms, 1) for ms in accept_ms],
         },
-        "small_job_s": {
-            "n": len(small_s),
-            "p50": round(percentile(small_s, 50), 2),
-            "p95": round(percentile(small_s, 95), 2),
-            "samples": [round(s, 3) for s in small_s],
+        "small_job_s": {  # the keys of the runs saved before SmallJobs (report.summarise)
+            "n": small_s["n"],
+            "p50": small_s["p50_s"],
+            "p95": small_s["p95_s"],
+            "samples": small_s["samples_s"],
         },
     }

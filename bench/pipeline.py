@@ -35,7 +35,7 @@ from bench.baseline.sweep import run_baseline
 from bench.ceiling import run_triton_alone
 from bench.docq_jobs import run_docq, run_probes
 from bench.procs import use_cores
-from bench.report import console, print_table, summarise
+from bench.report import console, print_table, summarise, write_json
 from bench.stack import Stack
 from corpus.doc_type import generate
 from docq.config import REPO_ROOT
@@ -105,8 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         "bench_seconds": round(time.perf_counter() - started, 1),
         "machine": {"cpus": os.cpu_count(), "cores_used": cores},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(args.out, summary)
     console.print(f"wrote {args.out}")
     print_table(summary)
 

@@ -1,16 +1,38 @@
-"""The CPU bench's report: the figures of a run, derived from both sides' raw detail (CPU
-use, efficiency), and its table, also printed again from a saved JSON (`--table`)."""
+"""The pipeline benches' tables and JSON (table, write_json: bench/gpu/report.py prints the
+GPU benches' with them), and the CPU bench's report: the figures of a run, derived from both
+sides' raw detail (CPU use, efficiency), and its table, also printed again from a saved JSON
+(`--table`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
+console = Console(width=150)
+
+
+def table(
+    title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None
+) -> None:
+    """A table of `rows`, each cell as text; the first column and `note` left-aligned."""
+    out = Table(title=title, caption=caption)
+    for i, col in enumerate(columns):
+        out.add_column(col, justify="left" if i == 0 or col == "note" else "right")
+    for row in rows:
+        out.add_row(*(str(cell) for cell in row))
+    console.print(out)
+
+
+def write_json(path: Path, run: dict[str, Any]) -> None:
+    """A run's JSON at `path`, its folder made if need be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(run, indent=1) + "\n")
+
 
 # The targets docq is held to: the table marks each figure that has one met or not.
 TARGETS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -106,21 +128,17 @@ def print_table(run: dict[str, Any]) -> None:
     figures = summarise(run["documents"], **run["detail"])
     cpu_s = figures.pop("cpu_s")
     del figures["detail"]
-    table = Table(title=f"docq bench: {run['documents']} documents, {run['bench_seconds']} s")
-    table.add_column("metric", no_wrap=True)
-    table.add_column("value", justify="right")
-    table.add_column("target")
-    table.add_column("met")
+    rows, caption = [], None
     for key, value in figures.items():
         target, check = TARGETS.get(key, ("", None))
         met = "" if check is None else ("yes" if check(value) else "NO")
         if key == "ratio" and not comparable(figures):
             met = "unfair"
-            table.caption = (
+            caption = (
                 "unfair: the two sides had unequal CPU (cores busy differ by more than 15%); "
                 "cpu_ratio compares them"
             )
-        table.add_row(key, json.dumps(value), target, met)
-    for phase, cpu in cpu_s.items():
-        table.add_row(f"cpu seconds: {phase}", json.dumps(cpu), "", "")
-    console.print(table)
+        rows.append((key, json.dumps(value), target, met))
+    rows += [(f"cpu seconds: {phase}", json.dumps(cpu), "", "") for phase, cpu in cpu_s.items()]
+    title = f"docq bench: {run['documents']} documents, {run['bench_seconds']} s"
+    table(title, ("metric", "value", "target", "met"), rows, caption)

@@ -12,14 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.procs import CpuMeter, listener, tree
-from devstack.services import (
-    api_server,
-    celery_worker,
-    free_port,
-    redis_server,
-    stop,
-    triton_server,
-)
+from devstack.services import api_server, celery_worker, free_port, redis_server, triton_server
 from devstack.stack import EXTRACT_THREADS, SHARD_THREADS, TRITON_NICE, WORKER_NICE
 from docq.config import Settings
 from docq.store import connection
@@ -51,9 +44,9 @@ class Stack:
     the CPU to request handling on a shared box, as the local stack does. The GPU bench
     (bench/gpu/) names its `model` (served, pinned and the default), leaves Triton at nice 0
     (`triton_nice=None`: there Triton feeds a GPU, and 12 busy workers at nice 0 would
-    starve it at nice 10), adds bulk and extract workers as it goes, and stops some between
-    runs (the scaling table); its meter counts redis-server too (`meter_redis`). Workers
-    start side by side: a dozen, one after the other, take a minute."""
+    starve it at nice 10) and adds bulk and extract workers as it goes; its meter counts
+    redis-server too (`meter_redis`). Workers start side by side: a dozen, one after the
+    other, take a minute."""
 
     def __init__(
         self,
@@ -148,20 +141,9 @@ class Stack:
         names = [f"extract{len(self._extract) + i}" for i in range(n)]
         self._extract += self._workers("extract", names, EXTRACT_THREADS)
 
-    def keep_workers(self, n: int) -> None:
-        """Stop bulk workers until `n` run (a stopped worker's shards go to the others)."""
-        while len(self._bulk) > n:
-            proc, _ = self._bulk.pop()
-            stop(proc, 30)
-
     @property
     def extract_workers(self) -> int:
         return len(self._extract)
-
-    @property
-    def extract_worker(self) -> subprocess.Popen[bytes] | None:
-        """The first extract worker, if any (the one `extract=True` starts)."""
-        return self._extract[0] if self._extract else None
 
     @property
     def bulk_workers(self) -> int:
@@ -170,11 +152,6 @@ class Stack:
     @property
     def bulk_ports(self) -> list[int]:
         return [port for _, port in self._bulk]
-
-    @property
-    def workers(self) -> list[subprocess.Popen[bytes]]:
-        """The bulk workers, then the small-job lane's worker."""
-        return [proc for proc, _ in self._bulk] + [self.priority]
 
     def meter(self) -> CpuMeter:
         """CPU seconds of the API, Triton, each worker (extract workers with their reading

@@ -15,8 +15,7 @@ from typing import Any
 
 import httpx
 
-from bench.measure import percentile
-from bench.procs import CpuMeter
+from bench.procs import CpuMeter, percentile
 from bench.report import console
 from corpus.doc_type import LabelledDocument
 from devstack import services
@@ -99,15 +98,29 @@ def baseline_server(config: BaselineConfig, workdir: Path) -> Iterator[tuple[str
         yield url, proc.pid
 
 
-def run_baseline_config(
-    config: BaselineConfig, docs: Sequence[LabelledDocument], workdir: Path
-) -> dict[str, Any]:
+@contextmanager
+def sweep_point(
+    config: BaselineConfig, docs: Sequence[LabelledDocument], workdir: Path, warm: bool = False
+) -> Iterator[tuple[dict[str, Any], str, int]]:
+    """One point of a sweep: every document of `docs` through the server of `config` (with
+    `warm`, after one untimed request per client: a GPU worker's first ones load its CUDA
+    kernels and cuBLAS handles) and the server's CPU seconds; yields the point, the URL and
+    the Gunicorn master's pid while the server still runs."""
     with baseline_server(config, workdir) as (url, gunicorn):
+        if warm:
+            asyncio.run(drive(url, docs[: config.clients], config.clients, 60.0))
         meter = CpuMeter({"baseline (gunicorn + model copies)": gunicorn})
         meter.start()
         result = asyncio.run(drive(url, docs, config.clients, 60.0))
         result["cpu_s"] = meter.stop()
-    return dataclasses.asdict(config) | result
+        yield dataclasses.asdict(config) | result, url, gunicorn
+
+
+def run_baseline_config(
+    config: BaselineConfig, docs: Sequence[LabelledDocument], workdir: Path
+) -> dict[str, Any]:
+    with sweep_point(config, docs, workdir) as (point, _, _):
+        return point
 
 
 def run_baseline(

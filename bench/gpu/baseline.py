@@ -5,7 +5,6 @@ try), the GPU memory each worker holds, and the long upload in one request."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import signal
@@ -16,11 +15,13 @@ from typing import Any
 
 import httpx
 
-from bench.baseline.sweep import baseline_configs, baseline_server, drive
+from bench.baseline.sweep import CLIENTS_PER_WORKER, baseline_configs, sweep_point
 from bench.gpu.measure import Budget, GpuSampler, gpu_processes
-from bench.gpu.report import console
-from bench.procs import CpuMeter, tree
+from bench.procs import tree
+from bench.report import console
 from corpus.doc_type import LabelledDocument
+
+LONG_TIMEOUT_S = 60.0  # the long upload's client waits this long for the old service
 
 
 def upload_long_baseline(url: str, docs: Sequence[LabelledDocument], timeout: float) -> dict:
@@ -70,69 +71,43 @@ def run_baseline_gpu(
     sampler: GpuSampler,
     budget: Budget,
 ) -> dict[str, Any]:
-    """The old architecture in FP16, then FP32, each swept over its worker counts on
-    `docs`; the long upload in one request on FP32's last point."""
+    """The old architecture in FP16, then FP32, each swept over its worker counts on `docs`
+    by bench.baseline.sweep's servers and clients, with the GPU memory each worker holds;
+    the long upload in one request on FP32's last point."""
     out: dict[str, Any] = {"documents": len(docs), "windows": windows}
     for precision in ("fp16", "fp32"):
         workers = args.baseline_workers_fp16 if precision == "fp16" else args.baseline_workers
         os.environ["BASELINE_PRECISION"] = precision  # read by bench/baseline/app.py
-        long = long_docs if precision == "fp32" else []
-        got = _sweep(docs, windows, long, workers, args, workdir, sampler, budget)
-        out[precision] = got
-        if got.get("long_upload"):
-            out["long_upload"] = got.pop("long_upload") | {"precision": precision}
+        configs = baseline_configs(os.cpu_count() or 1, workers, CLIENTS_PER_WORKER)
+        sweep: list[dict[str, Any]] = []
+        for config in configs:
+            long = long_docs if precision == "fp32" and config == configs[-1] else []
+            need = 45 + (LONG_TIMEOUT_S + 5 if long else 0)  # start, run; long
+            if not budget.allows(need, f"baseline {precision} with {config.workers} workers"):
+                break
+            console.print(f"  baseline {precision} {config}: {len(docs)} documents")
+            with sweep_point(config, docs, workdir, warm=True) as (point, url, gunicorn):
+                end = time.monotonic()  # drive's clock ran from the first request to the last
+                point["precision"] = precision
+                point["windows_per_s"] = round(windows / point["elapsed_s"], 1)
+                point["gpu"] = sampler.window(end - point["elapsed_s"], end)
+                # What each worker holds once it has served: its copy, its CUDA context and
+                # what PyTorch's allocator keeps of the activations.
+                pids = set(tree(gunicorn))
+                held = sorted(mib for pid, mib in gpu_processes().items() if pid in pids)
+                point["gpu_mib_per_worker"] = held
+                sweep.append(point)
+                console.print(f"    {point['docs_per_s']} docs/s, GPU MiB per worker {held}")
+                if long:
+                    got = upload_long_baseline(url, long, LONG_TIMEOUT_S)
+                    out["long_upload"] = got | {"precision": precision}
+                    console.print(f"    {len(long)} long documents in one request: {got}")
+                    # The worker still inside the abandoned call would make the master's
+                    # graceful stop wait for it: end the workers first.
+                    end_leftovers(set(tree(gunicorn)) - {gunicorn}, "bench.baseline.app")
+            # A worker still inside the abandoned bulk call outlives its master's stop and
+            # would hold the GPU into the next phase: end what is left of this server.
+            end_leftovers(pids, "bench.baseline.app")
+        best = max(sweep, key=lambda p: p["docs_per_s"]) if sweep else {}
+        out[precision] = {"sweep": sweep, "best": best}
     return out
-
-
-def _sweep(
-    docs: Sequence[LabelledDocument],
-    windows: int,
-    long_docs: Sequence[LabelledDocument],
-    workers: Sequence[int],
-    args: argparse.Namespace,
-    workdir: Path,
-    sampler: GpuSampler,
-    budget: Budget,
-) -> dict[str, Any]:
-    """One precision's sweep on `docs` (bench.baseline.sweep's servers and clients), the
-    GPU memory each worker holds, and, on the last point, the long upload in one request."""
-    precision = os.environ["BASELINE_PRECISION"]
-    configs = baseline_configs(os.cpu_count() or 1, workers, args.clients_per_worker)
-    sweep: list[dict[str, Any]] = []
-    long: dict[str, Any] = {}
-    for i, config in enumerate(configs):
-        last = i == len(configs) - 1
-        need = 45 + (args.long_timeout + 5 if last and long_docs else 0)  # start, run; long
-        if not budget.allows(need, f"baseline {precision} with {config.workers} workers"):
-            break
-        console.print(f"  baseline {precision} {config}: {len(docs)} documents")
-        with baseline_server(config, workdir) as (url, gunicorn):
-            # Untimed: each worker's first requests (CUDA kernels load, cuBLAS handles).
-            asyncio.run(drive(url, docs[: config.clients], config.clients, 60.0))
-            meter = CpuMeter({"baseline": gunicorn})
-            meter.start()
-            t0 = time.monotonic()
-            point = asyncio.run(drive(url, docs, config.clients, 60.0))
-            t1 = time.monotonic()
-            point |= {"workers": config.workers, "threads": config.threads}
-            point |= {"clients": config.clients, "cpu_s": meter.stop(), "precision": precision}
-            point["windows_per_s"] = round(windows / point["elapsed_s"], 1)
-            point["gpu"] = sampler.window(t0, t1)
-            # What each worker holds once it has served: its copy, its CUDA context and
-            # what PyTorch's allocator keeps of the activations.
-            pids = set(tree(gunicorn))
-            held = sorted(mib for pid, mib in gpu_processes().items() if pid in pids)
-            point["gpu_mib_per_worker"] = held
-            sweep.append(point)
-            console.print(f"    {point['docs_per_s']} docs/s, GPU MiB per worker {held}")
-            if last and long_docs:
-                long = upload_long_baseline(url, long_docs, args.long_timeout)
-                console.print(f"    {len(long_docs)} long documents in one request: {long}")
-                # The worker still inside the abandoned call would make the master's
-                # graceful stop wait for it: end the workers first.
-                end_leftovers(set(tree(gunicorn)) - {gunicorn}, "bench.baseline.app")
-        # A worker still inside the abandoned bulk call outlives its master's stop and
-        # would hold the GPU into the next phase: end what is left of this server.
-        end_leftovers(pids, "bench.baseline.app")
-    best = max(sweep, key=lambda p: p["docs_per_s"]) if sweep else {}
-    return {"sweep": sweep, "best": best, "long_upload": long}

@@ -1,9 +1,9 @@
 """The serve bench's requests and its clients of tritonserver, over gRPC.
 
-The requests: their shapes (rows of windows), random windows of token ids of a shape, and
-the set of requests whose logits the parity check compares. The clients: one request at a
-time, a sweep of requests in flight from a pool of client processes (each with threads,
-each thread one request at a time), and the parity of served logits."""
+The requests: their shapes (rows of windows) and random windows of token ids of a shape.
+The clients: one request at a time, and a sweep of requests in flight from a pool of client
+processes (each with threads, each thread one request at a time). The served logits' parity
+is the parity gate's (bench/gpu/parity.py): 10,000 documents at every request size."""
 
 from __future__ import annotations
 
@@ -48,14 +48,6 @@ def windows(rows: int, length: int, seed: int, last: float = 1.0) -> tuple[np.nd
     return ids, mask
 
 
-def parity_batches() -> list[tuple[np.ndarray, np.ndarray]]:
-    """Requests whose served logits are compared with the FP32 reference: full and partial
-    rows of several lengths (128 windows)."""
-    shapes = [(7, 512, 0.6), (8, 384, 0.3), (16, 128, 0.5), (1, 512, 1.0)]
-    return [windows(*shapes[i % len(shapes)][:2], 500 + i, shapes[i % len(shapes)][2])
-            for i in range(16)]  # fmt: skip
-
-
 _CLIENTS: dict[tuple[str, int], Any] = {}
 
 
@@ -70,13 +62,10 @@ def _client(url: str, slot: int) -> Any:
 
 
 def _inputs(rows: int, length: int, last: float, seed: int) -> list[Any]:
-    return _tensors(*windows(rows, length, seed, last))
-
-
-def _tensors(ids: np.ndarray, mask: np.ndarray) -> list[Any]:
-    """The gRPC inputs of one request."""
+    """The gRPC inputs of one request of windows(rows, length, seed, last)."""
     import tritonclient.grpc as grpcclient
 
+    ids, mask = windows(rows, length, seed, last)
     inputs = []
     for name, array in (("input_ids", ids), ("attention_mask", mask)):
         tensor = grpcclient.InferInput(name, list(array.shape), "INT64")
@@ -202,21 +191,3 @@ def sweep(
         if early_stop and len(points) >= 4 and points[-1]["seq_s"] < 1.03 * best:
             break
     return points
-
-
-def parity(url: str, model: str, reference: list[Any]) -> dict[str, Any]:
-    """The served logits against the FP32 reference: max |diff|, and label agreement."""
-    client = _client(url, 20_000)
-    diffs, same, rows = [], 0, 0
-    for (ids, mask), ref in zip(parity_batches(), reference, strict=True):
-        got = client.infer(model, _tensors(ids, mask)).as_numpy("logits")
-        expected = np.asarray(ref, dtype=np.float32)
-        diffs.append(float(np.abs(got - expected).max()))
-        same += int((got.argmax(1) == expected.argmax(1)).sum())
-        rows += len(expected)
-    return {
-        "windows": rows,
-        "max_abs_diff": round(max(diffs), 5),
-        "label_agreement": round(same / rows, 4),
-        "logit_range": round(float(np.ptp(np.concatenate([np.asarray(r) for r in reference]))), 3),
-    }

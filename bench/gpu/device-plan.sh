@@ -84,7 +84,7 @@ case "$call" in
     else
         pipe=(--tiny --docs 200 --baseline-workers 1 --baseline-workers-fp16 1 --budget-s 400)
     fi
-    timeout 520 $PY -m bench.gpu.pipeline --skip ceiling "${pipe[@]}" \
+    timeout 520 $PY -m bench.gpu.pipeline "${pipe[@]}" \
         --out "$OUT/pipeline.json" 2>&1 | tee "$OUT/pipeline.log"
     ;;
 *)

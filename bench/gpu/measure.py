@@ -10,8 +10,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bench.gpu.report import console
-from bench.measure import percentile
+from bench.procs import percentile
+from bench.report import console
 from devstack.services import stop
 
 # --- the GPU, read by nvidia-smi -----------------------------------------------------------

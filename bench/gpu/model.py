@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -198,15 +197,5 @@ def build_model(
         "overrides": variant.overrides,
         "label": variant.label,
         "config": json_format.MessageToDict(served),
-        "runtime_sha256": runtime_sha256(),
     }
     return repo, checkpoint, facts
-
-
-def runtime_sha256(sources: Path = REPO_ROOT / "serving" / "runtimes") -> str:
-    """One digest of the runtime's package as installed beside model.py (every module, by
-    its path in the package), so that a run names the code it served."""
-    digest = hashlib.sha256()
-    for path in sorted(sources.rglob("*.py")):
-        digest.update(path.relative_to(sources).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()

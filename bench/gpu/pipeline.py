@@ -9,13 +9,13 @@ would be overrun, and the JSON is rewritten after each one, so a run cut short k
 it measured):
 
 1. docq: one upload of `--docs` documents of the bench corpus (corpus.doc_type.generate,
-   `--seed`), timed from the upload to `succeeded`, while 3-document jobs go through the
+   SEED), timed from the upload to `succeeded`, while 3-document jobs go through the
    small-job lane (runs.run_bulk); docs/s, windows/s, GPU utilisation, CPU per tier;
 2. the ceiling: Triton alone on the same windows packed over the whole corpus
-   (bench.ceiling.run_triton_alone); `--skip ceiling` leaves it out;
-3. Triton alone on the windows in batches rebuilt like the workers' (runs.run_triton_rebuilt);
-4. one client uploading the `--long-documents` longest documents in one request;
-5. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
+   (bench.ceiling.run_triton_alone), which the pipeline's throughput is given as a share of
+   (`pipeline_efficiency`); `--skip ceiling` leaves it out;
+3. one client uploading the `--long-documents` longest documents in one request;
+4. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
    synchronous request per document) in FP16 and in FP32, each swept over its worker counts
    on `--baseline-documents` documents spread over the corpus, and the same long upload
    (baseline.py); `--skip baseline` leaves it out.
@@ -31,7 +31,6 @@ Prints the tables (report.py) and writes `--out`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -49,8 +48,10 @@ from bench.docq_jobs import run_docq
 from bench.gpu.baseline import run_baseline_gpu, sample
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
 from bench.gpu.model import MODEL, Variant, build_model
-from bench.gpu.report import console, show, summarise, tree_note
-from bench.gpu.runs import run_bulk, run_triton_rebuilt, upload_long_docq
+from bench.gpu.report import show, summarise, tree_note
+from bench.gpu.runs import run_bulk, upload_long_docq
+from bench.pipeline import SEED, SHARD_SIZE  # the CPU bench's corpus seed and shards
+from bench.report import console, write_json
 from bench.stack import Stack
 from corpus.doc_type import generate
 
@@ -63,21 +64,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     ap.add_argument("--tiny", action="store_true", help="CPU rehearsal: 2-layer model, few docs")
     ap.add_argument("--docs", type=int, default=None, help="bulk job (default 20000; tiny 300)")
-    ap.add_argument("--seed", type=int, default=777)
     ap.add_argument("--workers", type=int, default=None, help="bulk workers (12; tiny 2)")
-    ap.add_argument("--shard-size", type=int, default=64)
     ap.add_argument(
         "--model", type=Variant.parse, default=Variant(MODEL),
         help="the served model's converter overrides, as serve's variants: NAME:gelu=tanh",
     )  # fmt: skip
-    ap.add_argument("--small-every", type=float, default=0.5, help="s between small jobs")
-    ap.add_argument("--ceiling-in-flight", type=int, default=0, help="0: twice the workers'")
     ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
-    ap.add_argument("--long-timeout", type=float, default=60.0)
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
     ap.add_argument("--baseline-workers-fp16", type=ints, default=None, help="1,2,4,8,12")
     ap.add_argument("--baseline-documents", type=int, default=None, help="1000 (tiny 40)")
-    ap.add_argument("--clients-per-worker", type=int, default=4)
     ap.add_argument("--skip", action="append", default=[], choices=["baseline", "ceiling"])
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
     args = ap.parse_args(argv)
@@ -119,9 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     }
 
     def save() -> None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         r["summary"] = summarise(r)
-        args.out.write_text(json.dumps(r, indent=1) + "\n")
+        write_json(args.out, r)
 
     def phase(name: str, fn: Callable[[], Any], timeout: float | None = None) -> Any:
         """Run one phase; on an error or past `timeout` (a job that never ends: run_docq
@@ -154,41 +148,40 @@ def main(argv: list[str] | None = None) -> None:
     with ProcessPoolExecutor(1) as corpus_pool:
         # The corpus is written by other processes while the model is built.
         docs_future = corpus_pool.submit(
-            generate_parallel, args.docs, args.seed, max(1, (os.cpu_count() or 2) - 2)
+            generate_parallel, args.docs, SEED, max(1, (os.cpu_count() or 2) - 2)
         )
         t = time.monotonic()
         repo, checkpoint, r["model"] = build_model(work, args.tiny, on_gpu, args.model.overrides)
         r["model"]["build_s"] = round(time.monotonic() - t, 1)
         docs = docs_future.result()
-    small = [d for d in generate(300, args.seed + 1) if len(d.text) < 1500]
+    small = [d for d in generate(300, SEED + 1) if len(d.text) < 1500]
     counts = window_counts(docs, repo / MODEL / "tokenizer")  # the served model's
-    long_docs = [docs[i] for i in longest(docs, counts, args.long_documents)]
+    long_picked = longest(docs, counts, args.long_documents)
+    long_docs = [docs[i] for i in long_picked]
     r["corpus"] = {
         "documents": len(docs),
         "windows": sum(counts),
         "windows_per_doc": round(sum(counts) / len(docs), 3),
         "mean_chars": round(sum(len(d.text) for d in docs) / len(docs)),
-        "long_upload_windows": sum(counts[i] for i in longest(docs, counts, args.long_documents)),
+        "long_upload_windows": sum(counts[i] for i in long_picked),
         "ready_after_s": round(args.budget_s - budget.left(), 1),
     }
     console.print(f"corpus and model ready: {r['corpus']}, model {r['model']['build_s']} s")
     sampler = GpuSampler()
     sampler.start()
     try:
-        gpu_stack = Stack(
-            repo, work, args.shard_size, 0, model=MODEL, triton_nice=None, meter_redis=True
-        )
-        with gpu_stack as stack:
-            stack.add_workers(args.workers)
+        with Stack(
+            repo, work, SHARD_SIZE, args.workers, model=MODEL, triton_nice=None, meter_redis=True
+        ) as stack:
             r["stack_ready_after_s"] = round(args.budget_s - budget.left(), 1)
             console.print(
                 f"stack up with {stack.bulk_workers} bulk workers: {r['stack_ready_after_s']} s"
             )
-            warm = docs[-min(len(docs), 2 * args.shard_size * stack.bulk_workers) :]
+            warm = docs[-min(len(docs), 2 * SHARD_SIZE * stack.bulk_workers) :]
             phase("warm-up", lambda: run_docq(stack, warm), timeout=90)
 
             def bulk() -> dict[str, Any]:
-                out = run_bulk(stack, docs, sum(counts), sampler, small, args.small_every)
+                out = run_bulk(stack, docs, sum(counts), sampler, small)
                 console.print(f"docq: {out['docs_per_s']} docs/s, {out['windows_per_s']} windows/s")
                 return out
 
@@ -196,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
 
             def ceiling() -> dict[str, Any]:
                 before = triton_stats(stack.triton_url, MODEL)
-                out = run_triton_alone(stack, docs, MODEL, args.ceiling_in_flight or None)
+                out = run_triton_alone(stack, docs, MODEL)
                 end = time.monotonic()  # its clock runs from the first request to the last
                 out["triton"] = stats_delta(before, triton_stats(stack.triton_url, MODEL))
                 out["gpu"] = sampler.window(end - out["elapsed_s"], end)
@@ -208,18 +201,6 @@ def main(argv: list[str] | None = None) -> None:
             ):
                 r["ceiling"] = phase("ceiling", ceiling, timeout=180) or {}
                 r["padding"] = r["ceiling"].get("padding", {})
-            r["rebuilt"] = []
-            shard = args.shard_size
-            if budget.allows(45, f"Triton alone on worker-like batches of {shard}-doc shards"):
-                in_flight = args.ceiling_in_flight or 2 * stack.bulk_workers * 4
-                got = phase(
-                    f"rebuilt {shard}",
-                    lambda: run_triton_rebuilt(stack, docs, shard, in_flight),
-                    timeout=180,
-                )
-                if got:
-                    r["rebuilt"].append(got)
-                    console.print(f"Triton alone, worker-like batches ({shard}): {got}")
             r["long_upload"] = {}
             if budget.allows(30, "long upload to docq"):
                 r["long_upload"]["docq"] = phase(
@@ -230,17 +211,11 @@ def main(argv: list[str] | None = None) -> None:
                 os.environ["BASELINE_CHECKPOINT"] = str(checkpoint)  # read by bench/baseline/app.py
                 os.environ["BASELINE_DEVICE"] = "cuda" if on_gpu else "cpu"
                 picked = sample(docs, args.baseline_documents)  # the corpus's mix
-                base_docs = [docs[i] for i in picked]
+                base_docs, windows = [docs[i] for i in picked], sum(counts[i] for i in picked)
 
                 def baseline() -> dict[str, Any]:
                     out = run_baseline_gpu(
-                        base_docs,
-                        sum(counts[i] for i in picked),
-                        long_docs,
-                        args,
-                        work,
-                        sampler,
-                        budget,
+                        base_docs, windows, long_docs, args, work, sampler, budget
                     )
                     r["long_upload"]["baseline"] = out.pop("long_upload", {})
                     return out

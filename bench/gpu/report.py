@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from bench.gpu.clients import SHAPES, key
+from bench.report import console, efficiency, table
 from docq.config import REPO_ROOT
 
 TARGETS = {
@@ -30,7 +28,6 @@ SERVE_TARGETS = {
     # (7,512) with a 60%-long last row: tokens/s over full rows', at least (no padding cost)
     "tokens_7x512p_over_full": 1.0,
 }
-console = Console(width=150)
 
 
 def tree_note() -> str:
@@ -47,16 +44,6 @@ def tree_note() -> str:
     return f"HEAD {head.stdout.decode()}changed from it:\n{status.stdout.decode()}"
 
 
-def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """A table of `rows`, each cell as text; the first column and `note` left-aligned."""
-    table = Table(title=title)
-    for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 or col == "note" else "right")
-    for row in rows:
-        table.add_row(*(str(cell) for cell in row))
-    console.print(table)
-
-
 def summarise(r: dict[str, Any]) -> dict[str, Any]:
     """The headline figures and each target, from the phases that ran."""
     main, ceiling = r.get("docq", {}), r.get("ceiling", {})
@@ -70,8 +57,7 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         "small_job_p95_s": main.get("small_jobs", {}).get("p95_s"),
     }
     if main and ceiling:
-        s["pipeline_efficiency"] = round(main["docs_per_s"] / ceiling["docs_per_s"], 3)
-        s["work_ratio"] = round(main["computed_tokens"] / ceiling["computed_tokens"], 4)
+        s |= efficiency(main, ceiling)
     if base.get("documents") and "windows" in base:
         s["baseline_windows_per_doc"] = round(base["windows"] / base["documents"], 3)
     for precision in ("fp32", "fp16"):  # each precision's best worker count, same run
@@ -92,19 +78,17 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
 def targets_met(s: dict[str, Any]) -> dict[str, bool | None]:
     """Each target: met, missed, or None where its phase did not run (or had no samples)."""
 
-    def known(key: str) -> bool:
+    def check(key: str, ok: Callable[[Any], bool]) -> bool | None:
         value = s.get(key)
-        return value is not None and value == value  # NaN: no samples
+        return None if value is None or value != value else bool(ok(value))  # NaN: no samples
 
-    efficiency, ratio, small = "pipeline_efficiency", "ratio", "small_job_p95_s"
+    e, r, p = (TARGETS[k] for k in ("pipeline_efficiency", "ratio", "small_job_p95_s"))
     return {
-        f"{efficiency} >= {TARGETS[efficiency]}": (
-            s[efficiency] >= TARGETS[efficiency] if known(efficiency) else None
+        f"pipeline_efficiency >= {e}": check("pipeline_efficiency", lambda v: v >= e),
+        f"ratio >= {r} with 0 failures": check(
+            "ratio", lambda v: v >= r and s["docq_failures"] == 0
         ),
-        f"{ratio} >= {TARGETS[ratio]} with 0 failures": (
-            bool(s[ratio] >= TARGETS[ratio] and s["docq_failures"] == 0) if known(ratio) else None
-        ),
-        f"{small} <= {TARGETS[small]}": s[small] <= TARGETS[small] if known(small) else None,
+        f"small_job_p95_s <= {p}": check("small_job_p95_s", lambda v: v <= p),
     }
 
 
@@ -138,7 +122,7 @@ def show(r: dict[str, Any]) -> None:
                 f"p95 {p['latency_p95_s']} s, GPU MiB/worker {p['gpu_mib_per_worker']}",
             ))  # fmt: skip
     columns = ("", "docs/s", "windows/s", "GPU util %", "padding eff.", "failures", "note")
-    print_table(f"docq on {r['gpu']} — {r['date']}", columns, rows)
+    table(f"docq on {r['gpu']} — {r['date']}", columns, rows)
     for who in ("docq", "baseline"):
         long = r.get("long_upload", {}).get(who)
         if long:
@@ -228,7 +212,7 @@ def serve_targets(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def show_serve(result: dict[str, Any]) -> None:
-    """Print the table, the targets, one line per other variant and the parity checks."""
+    """Print the table, the targets, and one line per other variant and per reference."""
     columns = (
         "shape", "p50 ms (1 at a time)", "p95 ms", "seq/s saturated (in flight)",
         "real tokens/s", "old FP32 eager ms", "old seq/s", "ratio",
@@ -241,7 +225,7 @@ def show_serve(result: dict[str, Any]) -> None:
             f"{r['old_p50_ms']:.2f}", f"{r['old_seq_s']:,.1f}", f"{r['ratio']:.1f}x",
         ))  # fmt: skip
     title = f"torch-gpu through tritonserver vs the old runtime — {result['device']}"
-    print_table(title, columns, rows)
+    table(title, columns, rows)
     for name, t in result["targets"].items():
         console.print(
             f"{name}: {t['got']} (target {t['target']}) {'MET' if t['met'] else 'MISSED'}"
@@ -255,5 +239,3 @@ def show_serve(result: dict[str, Any]) -> None:
         console.print(f"variant {v.get('label', v['name'])}: p50 {lat} seq/s {best}")
     for name, row in result.get("against_references", {}).items():
         console.print(f"served default against {name} (in-process, same run): {row}")
-    for name, check in result.get("parity", {}).items():
-        console.print(f"parity {name}: {check}")

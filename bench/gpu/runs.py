@@ -1,81 +1,22 @@
-"""The GPU bench's runs on docq's side: the bulk job with small jobs meanwhile, Triton alone
-on worker-like batches, and the long upload."""
+"""The GPU bench's runs on docq's side: the bulk job with small jobs meanwhile, and the long
+upload."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 
-from bench.corpus import windows_of
-from bench.docq_jobs import run_docq, submit, wait_job
+from bench.docq_jobs import SmallJobs, run_docq, small_job_stats, submit, wait_job
 from bench.gpu.measure import GpuSampler, gpu_processes, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
-from bench.measure import percentile, worker_batches
-from bench.procs import tree
+from bench.procs import tree, worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
-from devstack.stack import SHARD_THREADS
-from docq.catalog import ModelCatalog
-from docq.models import ModelSpec
-from docq.text.packing import Batch, pack
-from docq.text.windowing import Window
-from workers.inference import TritonInference
 
-
-class SmallJobs:
-    """3-document jobs, one after the other every `every` seconds from the first batch the
-    bulk workers send, timed from the upload to `succeeded`, in a thread of their own while
-    a bulk job runs."""
-
-    def __init__(self, stack: Stack, docs: Sequence[LabelledDocument], every: float) -> None:
-        self.stack, self.docs, self.every = stack, docs, every
-        self.samples: list[tuple[float, float, str]] = []  # (start, end, status)
-        self._first_batch = started(stack)
-        self._running = threading.Event()
-        self._running.set()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        deadline = time.monotonic() + 120
-        while self._running.is_set() and time.monotonic() < deadline and not self._first_batch():
-            time.sleep(0.1)
-        stack = self.stack
-        with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as http:
-            i = 0
-            while self._running.is_set():
-                batch = [self.docs[(i + k) % len(self.docs)] for k in range(3)]
-                i += 3
-                t = time.monotonic()
-                try:
-                    job_id, _ = submit(http, batch)
-                    status = wait_job(http, job_id, 0.02)["status"]
-                except httpx.HTTPError as exc:
-                    status = f"error: {exc!r}"
-                self.samples.append((t, time.monotonic(), status))
-                time.sleep(self.every)
-
-    def stop(self) -> None:
-        self._running.clear()
-        self._thread.join(90)
-
-
-def small_job_stats(samples: Sequence[tuple[float, float, str]], t0: float, t1: float) -> dict:
-    """Upload-to-result seconds of the small jobs that ran wholly between t0 and t1."""
-    inside = [(a, b, s) for a, b, s in samples if a >= t0 and b <= t1]
-    ok = [b - a for a, b, s in inside if s == "succeeded"]
-    return {
-        "n": len(ok),
-        "not_succeeded": len(inside) - len(ok),
-        "p50_s": round(percentile(ok, 50), 3),
-        "p95_s": round(percentile(ok, 95), 3),
-        "max_s": round(max(ok), 3) if ok else None,
-        "samples_s": [round(x, 3) for x in ok],
-    }
+SMALL_EVERY_S = 0.5  # between two 3-document jobs during the bulk job
 
 
 def started(stack: Stack) -> Callable[[], bool]:
@@ -94,19 +35,17 @@ def run_bulk(
     windows: int,
     sampler: GpuSampler,
     small: Sequence[LabelledDocument],
-    small_every: float,
 ) -> dict[str, Any]:
     """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and
-    3-document jobs of `small` meanwhile (SmallJobs)."""
-    probe = SmallJobs(stack, small, small_every)
+    3-document jobs of `small` meanwhile, from the workers' first batch (SmallJobs)."""
+    probe = SmallJobs(stack, small, SMALL_EVERY_S, ready=started(stack))
     held_before = gpu_processes()
     triton_before = triton_stats(stack.triton_url, MODEL)
     t0 = time.monotonic()
     out = run_docq(stack, docs)
     t1 = time.monotonic()
     out["triton"] = stats_delta(triton_before, triton_stats(stack.triton_url, MODEL))
-    probe.stop()
-    out["small_jobs"] = small_job_stats(probe.samples, t0, t1)
+    out["small_jobs"] = small_job_stats(probe.stop(), t0, t1)
     out["workers"] = stack.bulk_workers
     out["windows"] = windows
     out["windows_per_s"] = round(windows / out["elapsed_s"], 1)
@@ -119,54 +58,6 @@ def run_bulk(
     out["worker_cpu_ms_per_doc"] = round(1000 * worker_s / len(docs), 2)
     out["worker_cores_busy"] = round(worker_s / out["elapsed_s"], 2)
     return out
-
-
-def rebuilt_worker_batches(
-    windows: Sequence[Window], spec: ModelSpec, shard_size: int, threads: int = SHARD_THREADS
-) -> list[Batch]:
-    """The windows packed about as a worker's batcher packs them: the windows of `threads`
-    consecutive shards (what one worker process holds at once) sorted and cut together by
-    docq's packer with the model's batch size and token budget."""
-    group = shard_size * threads
-    groups: dict[int, list[Window]] = {}
-    for w in windows:
-        groups.setdefault(w.doc // group, []).append(w)
-    limits = (spec.max_batch_size, spec.budget)
-    return [b for g in sorted(groups) for b in pack(groups[g], *limits, ragged=spec.ragged)]
-
-
-def run_triton_rebuilt(
-    stack: Stack, docs: Sequence[LabelledDocument], shard_size: int, in_flight: int
-) -> dict[str, Any]:
-    """Triton alone on the windows in batches rebuilt like the workers' (shards of
-    `shard_size`), timed as bench.ceiling.run_triton_alone times its ceiling."""
-    catalog = ModelCatalog(stack.triton_url, stack.repo)
-    spec = catalog.spec(MODEL)
-    catalog.close()
-    windows = windows_of(docs, spec)
-    batches = rebuilt_worker_batches(windows, spec, shard_size)
-    before = triton_stats(stack.triton_url, MODEL)
-    triton = TritonInference(stack.triton_url, max_in_flight=in_flight, timeout_s=300)
-    t0 = time.perf_counter()
-    triton.infer(spec, batches)
-    elapsed = time.perf_counter() - t0
-    triton.close()
-    real = sum(b.real_tokens for b in batches)
-    computed = sum(b.computed_tokens for b in batches)
-    return {
-        "shard_size": shard_size,
-        "documents": len(docs),
-        "windows": len(windows),
-        "batches": len(batches),
-        "rows_per_batch": round(len(windows) / len(batches), 2),
-        "computed_tokens": computed,
-        "padding_efficiency": round(real / computed, 4),
-        "in_flight": in_flight,
-        "elapsed_s": round(elapsed, 2),
-        "docs_per_s": round(len(docs) / elapsed, 3),
-        "windows_per_s": round(len(windows) / elapsed, 1),
-        "triton": stats_delta(before, triton_stats(stack.triton_url, MODEL)),
-    }
 
 
 def upload_long_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ In the same run, before the server starts, the old runtime: PyTorch FP32 eager i
 one synchronous call per request, as the old FastAPI service ran it. Each `--variant`
 (NAME or NAME:key=value,...) is one more model in the same server with Target fields
 overridden; the first is the generated default and gets the full sweep. transformers FP16
-eager in-process is timed beside them (`--no-references` skips it). Prints the table (rich)
+eager in-process is timed beside them. Prints the table (rich)
 and writes the JSON to --out.
 
 Its parts: the model and its variants (model.py), the requests and the clients that measure
@@ -43,11 +43,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from bench.gpu.clients import SHAPES, VARIANT_SHAPES, Load, key, one_at_a_time, parity, sweep
+from bench.gpu.clients import SHAPES, VARIANT_SHAPES, Load, key, one_at_a_time, sweep
 from bench.gpu.measure import triton_stats
 from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.references import hf_fp16_eager, old_runtime
 from bench.gpu.report import against_references, serve_table, serve_targets, show_serve, tree_note
+from bench.report import write_json
 from devstack.services import LoadFailed, triton_server
 
 # Requests in flight per level. A model of max_batch_size B is saturated only when more
@@ -56,6 +57,7 @@ from devstack.services import LoadFailed, triton_server
 # gains under 3%, so the upper levels cost nothing where the batch is already full.
 IN_FLIGHT = [1, 2, 4, 8, 16, 32, 64, 128]  # the default variant's sweep
 VARIANT_IN_FLIGHT = [8, 16, 32, 64, 128, 256]  # the others': only where batches form
+LOAD_TIMEOUT_S = 400  # seconds tritonserver may take to load every variant
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,13 +71,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--warm", type=float, default=0.5, help="unmeasured time per level")
     ap.add_argument("--requests", type=int, default=100, help="one-at-a-time requests")
     ap.add_argument("--processes", type=int, default=8, help="client processes")
-    ap.add_argument("--load-timeout", type=float, default=400)
-    ap.add_argument(
-        "--no-references", action="store_true", help="skip transformers FP16 eager in-process"
-    )
-    ap.add_argument(
-        "--log", type=Path, default=None, help="tritonserver's log (default: beside --out)"
-    )
     return ap.parse_args(argv)
 
 
@@ -153,18 +148,16 @@ def main() -> None:
     result["build_s"] = round(time.perf_counter() - t, 1)
     print(f"model built in {result['build_s']} s: {result['model']}", flush=True)
     result["old_runtime"] = old_runtime(work / "checkpoint", device, 20 if on_gpu else 5)
-    reference = result["old_runtime"].pop("parity_reference")
     print(f"old runtime: { {k: v['p50_ms'] for k, v in result['old_runtime'].items()} }")
-    if not args.no_references:
-        hf = hf_fp16_eager(work / "checkpoint", device, 20 if on_gpu else 3)
-        result["references"] = {"hf-fp16-eager": hf}
-        print(f"references: {json.dumps(result['references'])[:600]}", flush=True)
+    hf = hf_fp16_eager(work / "checkpoint", device, 20 if on_gpu else 3)
+    result["references"] = {"hf-fp16-eager": hf}
+    print(f"references: {json.dumps(result['references'])[:600]}", flush=True)
     repo = work / "repo"
     result["configs"] = {}
     for v in variants:
         config = publish_variant(repo, work / "checkpoint", v, on_gpu)
         result["configs"][v.name] = json_format.MessageToDict(config)
-    log = args.log or args.out.with_name("triton.log")
+    log = args.out.with_name("triton.log")
     names = [v.name for v in variants]
     t = time.perf_counter()
     load = Load(args.processes)  # the clients spawn while the server loads
@@ -172,7 +165,7 @@ def main() -> None:
         with contextlib.ExitStack() as running:
             while True:  # a variant that fails to load is reported, the others measured
                 try:
-                    server = triton_server(repo, log, models=names, timeout=args.load_timeout)
+                    server = triton_server(repo, log, models=names, timeout=LOAD_TIMEOUT_S)
                     url = running.enter_context(server)
                 except LoadFailed as exc:
                     if set(exc.failed) >= set(names):
@@ -188,8 +181,6 @@ def main() -> None:
             result["served"] = {}
             for i, v in enumerate(variants):
                 served = serve_variant(load, url, v.name, i == 0, args)
-                result.setdefault("parity", {})[v.name] = parity(url, v.name, reference)
-                print(f"{v.name} parity: {result['parity'][v.name]}", flush=True)
                 result["served"][v.name] = served
                 result.setdefault("batch_sizes", {})[v.name] = triton_stats(url, v.name)["rows"]
     finally:
@@ -197,10 +188,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     result["table"] = serve_table(result)
     result["targets"] = serve_targets(result["table"])
-    if "references" in result:
-        result["against_references"] = against_references(result["table"], result["references"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    result["against_references"] = against_references(result["table"], result["references"])
+    write_json(args.out, result)
     show_serve(result)
 
 

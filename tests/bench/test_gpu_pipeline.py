@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from bench import corpus
-from bench.gpu import measure, pipeline, report, runs
+from bench import corpus, docq_jobs
+from bench.gpu import measure, pipeline, report
 from bench.gpu.model import DEMO_TOKENIZER
 from corpus.doc_type import generate
 
@@ -49,10 +49,10 @@ def test_small_jobs_count_only_inside_the_bulk_job() -> None:
         (3.0, 3.2, "failed"),
         (9.0, 11.0, "succeeded"),  # ends after it
     ]
-    got = runs.small_job_stats(samples, 1.0, 10.0)
+    got = docq_jobs.small_job_stats(samples, 1.0, 10.0)
     assert got["n"] == 2 and got["not_succeeded"] == 1
     assert got["samples_s"] == [0.5, 1.0] and got["max_s"] == 1.0
-    assert math.isnan(runs.small_job_stats([], 0, 1)["p95_s"])
+    assert math.isnan(docq_jobs.small_job_stats([], 0, 1)["p95_s"])
 
 
 def test_tiers_sum_the_bulk_workers() -> None:
@@ -86,30 +86,6 @@ def test_stats_delta_is_what_triton_did_in_between() -> None:
     assert d["windows"] == 128 and d["executions_by_rows"] == {"64": 2}
     assert d["rows_per_execution"] == 64.0
     assert d["queue_ms_per_request"] == 250.0 and d["compute_ms_per_request"] == 100.0
-
-
-def test_rebuilt_worker_batches_pack_each_group_of_shards_apart() -> None:
-    from docq.models import ModelSpec
-
-    spec = ModelSpec(
-        name="m",
-        max_batch_size=8,
-        max_seq_len=512,
-        stride=64,
-        aggregation="mean",
-        labels=("a", "b"),
-        tokenizer_dir=DEMO_TOKENIZER,
-        runtime="onnx-cpu",
-    )
-    windows = corpus.windows_of(generate(48, 9), spec)
-    groups = runs.rebuilt_worker_batches(windows, spec, shard_size=4, threads=2)
-    whole = runs.rebuilt_worker_batches(windows, spec, shard_size=48, threads=1)
-    for batches in (groups, whole):
-        assert sum(len(b.rows) for b in batches) == len(windows)
-        assert max(len(b.rows) for b in batches) <= spec.max_batch_size
-    # sorting within groups of 8 documents pads at least as much as sorting all 48
-    assert sum(b.computed_tokens for b in whole) <= sum(b.computed_tokens for b in groups)
-    assert len(groups) >= len(whole)
 
 
 def test_the_corpus_is_the_same_for_a_seed_and_another_for_another() -> None:
