@@ -127,4 +127,4 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
         ("documents, pages, failures", f"{out['documents']}, {out['pages']}, {out['failures']}")
     )
     title = "scans: docq's CPU seconds a 300 dpi scanned page, upload to result"
-    return title, rows, {**head, "args": vars(args), **out}
+    return title, rows, {**head, "args": vars(args) | {"out": str(args.out)}, **out}
