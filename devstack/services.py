@@ -200,7 +200,9 @@ def celery_worker(
 
 
 @contextmanager
-def api_server(env: dict[str, str], log: Path, tree: Path = REPO) -> Iterator[str]:
+def api_server(
+    env: dict[str, str], log: Path, tree: Path = REPO, ready_s: float = 60
+) -> Iterator[str]:
     """The API as a process of its own on a free port; yields its base URL. `tree`: the
     source tree it runs from (an older commit's, to time its API beside this one)."""
     import httpx
@@ -216,7 +218,7 @@ def api_server(env: dict[str, str], log: Path, tree: Path = REPO) -> Iterator[st
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, 60, "api", proc)
+        wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, ready_s, "api", proc)
         yield url
     finally:
         stop(proc)

@@ -11,23 +11,18 @@ Everything else travels with the call, 64 MiB at most in all, the working tree i
   binary and the Python backend; the other stubs and the bundled libpython 3.13 stay here.
   The layout of site-packages is kept, so the binaries' RPATHs find their libraries, with
   an empty `pytriton/__init__.py`: on PYTHONPATH, `serving.server` finds the server there.
-- `site.tar.xz`: the Python packages of the profile (WHEELS; `--profile scans` adds
-  SCANS_WHEELS), installed here for cp312 (`pip install --target`) and packed as one
-  archive of their files, `site/…`: xz over the whole folder packs 22.8 MB of zip wheels
-  into 14.7 MB. `--profile scans` adds Tesseract's English data (`tessdata/`, from Debian's
-  tesseract-ocr-eng).
+- `site.tar.xz`: the Python packages of the profile (WHEELS, or the convert profile's),
+  installed here for cp312 (`pip install --target`) and packed as one archive of their
+  files, `site/…`: xz over the whole folder packs 22.8 MB of zip wheels into 14.7 MB.
 - `debs/`: Debian's redis-server (the packages named in DEBS: the server and the
   libraries `ldd` names for it), unpacked there into a folder of their own, never into
   `/`; remote.sh puts on the loader's path only the libraries the device lacks.
-- `scans/` (`--profile scans`): SCANS["n"] scanned documents, 300 dpi A4, black and white,
-  as TIFF (corpus.render: about 44 KB and 1.3 pages each), and their labels.json; the
-  device cannot render them (no fpdf2), bench.gpu.scans uploads them.
 - `tree.tar.xz` (`--tree`): this checkout's files as they are now, tracked and untracked
   but not ignored, with TREE.txt (HEAD and the files changed from it). The working tree
   travels with every call as it is at that moment, while others edit it; a run that must
   be the one rehearsed unpacks this copy and runs there (docs/performance.md).
 
-    .venv/bin/python -m bench.gpu.pack [--profile scans]   # then: run(..., carry=[".devpack"])
+    .venv/bin/python -m bench.gpu.pack [--profile convert]   # then: run(..., carry=[".devpack"])
 
 On the device, `source bench/gpu/remote.sh` unpacks them into /tmp and sets the paths.
 To carry more (another script's dependencies), add names to WHEELS, or a function that
@@ -48,7 +43,6 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from bench.gpu.pack_scans import SCANS, SCANS_WHEELS, render_scans, tessdata
 from devstack.lock import pins
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,8 +91,8 @@ WHEELS = pins(
     "uvicorn",
     "swagger-ui-bundle-v2",  # api/docs.py serves the docs' assets from it
     # the extract worker (docq.extract): PDF, DOCX, HTML; lxml and pillow are there already.
-    # OCR (tesserocr) travels only in the scans profile (SCANS_WHEELS): without it scans
-    # fail there as ocr_unavailable (carried.OCR_ABSENT).
+    # OCR (tesserocr) does not travel: scans fail there as ocr_unavailable (carried.OCR_ABSENT);
+    # what a scanned page costs is measured on the CPU (`python -m bench.sizing scans`).
     "pypdfium2",
     "python-docx",
     "selectolax",
@@ -130,7 +124,7 @@ CONVERT_WHEELS = pins(
     "onnxruntime",
 )
 
-PROFILES = {"text": WHEELS, "scans": WHEELS + SCANS_WHEELS, "convert": WHEELS + CONVERT_WHEELS}
+PROFILES = {"text": WHEELS, "convert": WHEELS + CONVERT_WHEELS}
 
 INIT = (
     '''"""nvidia-pytriton's tritonserver folder only, trimmed by docq's bench/gpu/pack.py."""\n'''
@@ -204,21 +198,17 @@ def install_site(site: Path, pins: list[str], python: str = STUB_PYTHON) -> Path
 
 
 def site_archive(out: Path, folder: Path) -> Path:
-    """`out` (a .tar.xz) of `folder`'s site/ and tessdata/, as remote.sh extracts them."""
+    """`out` (a .tar.xz) of `folder`'s site/, as remote.sh extracts it."""
     with xz_tar(out) as tar:
-        for top in ("site", "tessdata"):
-            if (folder / top).exists():
-                tar.add(folder / top, arcname=top)
+        tar.add(folder / "site", arcname="site")
     return out
 
 
-def pack_site(dest: Path, pins: list[str], python: str = STUB_PYTHON, ocr: bool = False) -> Path:
-    """site.tar.xz: site/ (the packages of `pins` for cp`python`) and, with `ocr`, tessdata/;
-    extracted into one folder, it is the layout remote.sh puts on PYTHONPATH."""
+def pack_site(dest: Path, pins: list[str], python: str = STUB_PYTHON) -> Path:
+    """site.tar.xz: site/, the packages of `pins` for cp`python`; extracted into one
+    folder, it is the layout remote.sh puts on PYTHONPATH."""
     with tempfile.TemporaryDirectory() as tmp:
         install_site(Path(tmp) / "site", pins, python)
-        if ocr:
-            tessdata(Path(tmp))
         return site_archive(dest / "site.tar.xz", Path(tmp))
 
 
@@ -284,7 +274,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--profile", choices=PROFILES, default="text",
-        help="scans: OCR and scans; convert: docq convert's exporter (parity run --cpu)",
+        help="convert: docq convert's exporter too (parity run --cpu)",
     )  # fmt: skip
     ap.add_argument("--skip-server", action="store_true", help="keep the packed server")
     ap.add_argument("--tree", action="store_true", help="only tree.tar.xz, the checkout now")
@@ -297,25 +287,18 @@ def main() -> None:
     args = ap.parse_args()
     dest: Path = args.devpack
     dest.mkdir(parents=True, exist_ok=True)
-    scans = args.profile == "scans"
     if args.tree_note:  # the working tree travels as is; this names its commit
         (dest / "TREE.txt").write_text(tree_note())
         print(f"wrote {dest / 'TREE.txt'}: {tree_note().splitlines()[0]}")
     elif args.tree:
         print(f"packed {pack_tree(dest)}")
     elif args.site_only:
-        print(f"packed {pack_site(dest, PROFILES[args.profile], args.python, ocr=scans)}")
+        print(f"packed {pack_site(dest, PROFILES[args.profile], args.python)}")
     else:
         if not args.skip_server or not (dest / "tritonserver.tar.xz").exists():
             print(f"packed {pack_tritonserver(dest)}")
-        # scans only in their profile: what is in the folder is what travels and what the
-        # budget counts
-        print(f"packed {pack_site(dest, PROFILES[args.profile], args.python, ocr=scans)}")
+        print(f"packed {pack_site(dest, PROFILES[args.profile], args.python)}")
         download_debs(dest / "debs", DEBS)
-        if scans:
-            print(f"rendered {render_scans(dest, SCANS['n'], SCANS['seed'])}")
-        else:
-            shutil.rmtree(dest / "scans", ignore_errors=True)
     fits, line = budget(dest)
     print(line)
     if not fits:

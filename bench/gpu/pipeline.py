@@ -14,11 +14,8 @@ it measured):
 2. the ceiling: Triton alone on the same windows packed over the whole corpus
    (bench.ceiling.run_triton_alone), which the pipeline's throughput is given as a share of
    (`pipeline_efficiency`); `--skip ceiling` leaves it out;
-3. with `--scans DIR` (`bench.gpu.pack --profile scans` renders them into .devpack/scans):
-   scanned pages through `--extract-workers` extract workers, OCR'd and classified
-   (scans.py);
-4. one client uploading the `--long-documents` longest documents in one request;
-5. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
+3. one client uploading the `--long-documents` longest documents in one request;
+4. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
    synchronous request per document) in FP16 and in FP32, each swept over its worker counts
    on `--baseline-documents` documents spread over the corpus, and the same long upload
    (baseline.py); `--skip baseline` leaves it out.
@@ -53,7 +50,6 @@ from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_
 from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import show, summarise, tree_note
 from bench.gpu.runs import run_bulk, upload_long_docq
-from bench.gpu.scans import run_scans
 from bench.pipeline import SEED, SHARD_SIZE  # the CPU bench's corpus seed and shards
 from bench.report import console, write_json
 from bench.stack import Stack
@@ -77,10 +73,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
     ap.add_argument("--baseline-workers-fp16", type=ints, default=None, help="1,2,4,8,12")
     ap.add_argument("--baseline-documents", type=int, default=None, help="1000 (tiny 40)")
-    ap.add_argument("--scans", type=Path, default=None, help="scans to upload (pack --profile)")
-    ap.add_argument("--scan-docs", type=int, default=None, help="of them (default all; tiny 6)")
-    ap.add_argument("--scan-repeat", type=int, default=None, help="uploads of each (8; tiny 1)")
-    ap.add_argument("--extract-workers", type=int, default=None, help="default cores / 2")
     ap.add_argument("--skip", action="append", default=[], choices=["baseline", "ceiling"])
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
     args = ap.parse_args(argv)
@@ -92,9 +84,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "baseline_workers": [1, 2] if tiny else [1, 2, 4, 8],
         "baseline_workers_fp16": [1, 2] if tiny else [1, 2, 4, 8, 12],
         "baseline_documents": 40 if tiny else 1000,
-        "scan_docs": 6 if tiny else None,
-        "scan_repeat": 1 if tiny else 8,
-        "extract_workers": 1 if tiny else max(1, (os.cpu_count() or 2) // 2),
     }
     for key, value in defaults.items():
         if getattr(args, key) is None:
@@ -212,15 +201,6 @@ def main(argv: list[str] | None = None) -> None:
             ):
                 r["ceiling"] = phase("ceiling", ceiling, timeout=180) or {}
                 r["padding"] = r["ceiling"].get("padding", {})
-            if args.scans and budget.allows(60, "scans"):
-
-                def scans() -> dict[str, Any]:
-                    n, repeat, workers = args.scan_docs, args.scan_repeat, args.extract_workers
-                    out = run_scans(stack, args.scans, n, repeat, workers, sampler, r)
-                    console.print(f"scans: {out | {'cpu_s': '...'}}")
-                    return out
-
-                r["scans"] = phase("scans", scans, timeout=300) or {}
             r["long_upload"] = {}
             if budget.allows(30, "long upload to docq"):
                 r["long_upload"]["docq"] = phase(

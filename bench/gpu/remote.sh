@@ -4,7 +4,6 @@
 #   PYTHONPATH         the carried packages (site.tar.xz's site/, or the wheels installed),
 #                      the trimmed `pytriton` (serving.server finds the server through it),
 #                      then this checkout
-#   DOCQ_EXTRACT_TESSDATA_DIR  Tesseract's data (site.tar.xz's tessdata/, --profile scans)
 #   LD_LIBRARY_PATH    the host's libpython 3.12 first (the Python-backend stub embeds it),
 #                      through links to it alone
 #   PATH               the python3 that holds torch first (the stub takes sys.path from it),
@@ -18,9 +17,6 @@ if [ -f "$DEVPACK_DIR/tritonserver.tar.xz" ]; then  # not carried for CPU-only r
     tar -xJf "$DEVPACK_DIR/tritonserver.tar.xz" -C "$DEVPACK_ROOT" || return 1
 fi
 tar -xJf "$DEVPACK_DIR/site.tar.xz" -C "$DEVPACK_ROOT" || return 1  # the packages: site/
-if [ -d "$DEVPACK_ROOT/tessdata" ]; then  # --profile scans: Tesseract's data, for OCR
-    export DOCQ_EXTRACT_TESSDATA_DIR="$DEVPACK_ROOT/tessdata"
-fi
 
 PY3="$(command -v python3)"
 export DEVPACK_TRITON="$DEVPACK_ROOT/pytriton/tritonserver"

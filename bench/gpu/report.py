@@ -56,11 +56,6 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         "padding_efficiency": main.get("worker_padding_efficiency"),
         "small_job_p95_s": main.get("small_jobs", {}).get("p95_s"),
     }
-    if scans := r.get("scans"):  # bench/gpu/scans.py: OCR'd pages through the whole pipeline
-        s["scans_docs_per_s"] = scans.get("docs_per_s")
-        s["scans_pages_per_core_s"] = scans.get("pages_per_core_s")
-        s["extraction_cores_needed"] = scans.get("cores_needed")
-        s["extraction_cores_needed_by_gpu_time"] = scans.get("cores_needed_by_gpu_time")
     if main and ceiling:
         s |= efficiency(main, ceiling)
     if base.get("documents") and "windows" in base:
@@ -128,15 +123,6 @@ def show(r: dict[str, Any]) -> None:
             ))  # fmt: skip
     columns = ("", "docs/s", "windows/s", "GPU util %", "padding eff.", "failures", "note")
     table(f"docq on {r['gpu']} — {r['date']}", columns, rows)
-    if scans := r.get("scans"):
-        console.print(
-            f"scans: {scans.get('documents')} documents, {scans.get('pages')} pages in "
-            f"{scans.get('elapsed_s')} s ({scans.get('docs_per_s')} docs/s), extract CPU "
-            f"{scans.get('extract_cpu_s_per_page')} s/page, GPU {scans.get('gpu', {})}; "
-            f"{scans.get('cores_needed')} extraction cores would keep the GPU busy at "
-            f"{scans.get('gpu_windows_per_s')} windows/s ({scans.get('gpu_capacity_from')}), "
-            f"{scans.get('cores_needed_by_gpu_time')} by the GPU time its pages took"
-        )
     for who in ("docq", "baseline"):
         long = r.get("long_upload", {}).get(who)
         if long:

@@ -1,13 +1,12 @@
 """Sizing: what a deployment of docq needs around its GPUs, measured with docq's own code
-(`python -m bench.sizing redis|uploads|manifest`). Each tool prints one table and writes its
-figures as JSON (`--out`) with the command, the date and how busy the machine was; the Redis
-figures come from INFO and MEMORY USAGE, read here for all three.
+(`python -m bench.sizing redis|uploads|manifest|scans`). Each tool prints one table and
+writes its figures as JSON (`--out`, bench.report's helpers) with the command, the date and
+how busy the machine was; the Redis figures come from INFO and MEMORY USAGE, read here.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from datetime import UTC, datetime
@@ -15,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from rich.console import Console
-from rich.table import Table
+
+from bench.report import table, write_json
 
 # A table's rows: what was measured, and its value as shown.
 Rows = list[tuple[str, str]]
@@ -45,27 +44,15 @@ def record(argv: list[str] | None) -> dict[str, Any]:
     }
 
 
-def write(title: str, rows: Rows, run: dict[str, Any], out: Path | None) -> None:
-    """Print the run's table (what was measured, its value), then write `run` to `out`."""
-    table = Table(title=title)
-    table.add_column("measure", no_wrap=True)
-    table.add_column("value", justify="right")
-    for row in rows:
-        table.add_row(*row)
-    Console(width=120).print(table)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(run, indent=1, default=str) + "\n")
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`python -m bench.sizing TOOL [options] [--out FILE]`: runs one tool; its figures."""
-    from bench.sizing import manifest, redis_load, uploads  # they import the helpers above
+    from bench.sizing import manifest, redis_load, scans, uploads  # they import the helpers above
 
     tools = {
         "redis": (redis_load, "one Redis under docq's calls: its CPU and memory a document"),
         "uploads": (uploads, "Redis bytes a queued scanned page; the API's peak RSS per upload"),
         "manifest": (manifest, "a manifest job's Redis footprint, its 202 and its first result"),
+        "scans": (scans, "docq's CPU seconds a 300 dpi scanned page, upload to result"),
     }
     p = argparse.ArgumentParser(prog="python -m bench.sizing", description=__doc__)
     subparsers = p.add_subparsers(dest="tool", required=True)
@@ -76,5 +63,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         sub.add_argument("--out", type=Path, help="write the run's figures here as JSON")
     args = p.parse_args(argv)
     title, rows, run = tools[args.tool][0].run(args, record(argv))
-    write(title, rows, run, args.out)
+    table(title, ("measure", "value"), rows)
+    if args.out is not None:
+        write_json(args.out, run)
     return run

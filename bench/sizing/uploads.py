@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +31,10 @@ import redis
 from fpdf import FPDF
 from PIL import Image
 
+from bench.procs import listener
 from bench.sizing import Rows, key_bytes, used_memory
 from bench.stack import Stack
-from devstack import stack
-from devstack.services import free_port, stop, wait_for
+from devstack.services import api_server
 from docq.config import REPO_ROOT
 
 SAMPLES = REPO_ROOT / "samples" / "files"
@@ -67,24 +65,6 @@ def scanned_pdf(size: int) -> bytes:
     pdf.cell(text="INVOICE No. 4711 Total due 1,250.00 EUR")
     pdf.image(Image.frombytes("L", (side, side), os.urandom(side * side)), x=10, y=30, w=190)
     return bytes(pdf.output())
-
-
-@contextmanager
-def api_process(env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
-    """The API as `make up` runs it (devstack's command line) on a free port: URL and pid,
-    given 300 s to answer (a busy shared machine)."""
-    port = free_port()
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            stack.api(), env={**env, "DOCQ_API_PORT": str(port)}, stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, 300, "api", proc)
-        yield url, proc.pid
-    finally:
-        stop(proc)
 
 
 def rss_kib(pid: int) -> dict[str, int]:
@@ -134,7 +114,9 @@ def peak_rss(st: Stack, work: Path, size_mb: int) -> dict[str, Any]:
     pdf_bytes, files, blobs = scanned_pdf(4 * MB), size_mb // 4, work / f"blobs-{size_mb}"
     env = {**st.env, "DOCQ_BLOB_URL": blobs.as_uri()}
     env["DOCQ_MAX_STORED_UPLOAD_BYTES"] = str((size_mb + 64) * MB)
-    with api_process(env, work / f"api-{size_mb}.log") as (url, pid):
+    # a fresh API each size (so its peak is that upload's), given 300 s on a busy machine
+    with api_server(env, work / f"api-{size_mb}.log", ready_s=300) as url:
+        pid = listener(int(url.rsplit(":", 1)[1]))
         warm = [("warm.pdf", "application/pdf", scanned_pdf(MB))]
         post(url, st.headers, warm)
         idle = rss_kib(pid)

@@ -40,12 +40,12 @@ NOT_THERE = {
     "device's stack keeps file bytes in a directory: docq.blobs.open_blobs)",
     "botocore": "boto3's own, as boto3",
 }
-# Excused only where the profile carries no OCR (pack.PROFILES["text"]): without Tesseract's
-# data docq.extract.ocr answers ocr_unavailable before it imports the binding. The scans
-# profile carries both (pack.SCANS_WHEELS, tessdata/), so there tesserocr must be carried.
+# Excused where a profile carries no OCR binding (none does: what a scanned page costs is
+# measured on the CPU, `python -m bench.sizing scans`): without Tesseract's data
+# docq.extract.ocr answers ocr_unavailable before it imports the binding.
 OCR_ABSENT = {
-    "tesserocr": "OCR's binding; its language data (Debian's tesseract-ocr-eng) travels only "
-    "with --profile scans, so docq.extract.ocr answers ocr_unavailable before importing it",
+    "tesserocr": "OCR's binding; its language data (Debian's tesseract-ocr-eng) does not "
+    "travel, so docq.extract.ocr answers ocr_unavailable before importing it",
 }
 DEVICE_LIST = REPO / "bench" / "gpu" / "device-packages.txt"
 # Requirement markers as the device's python3 reads them (Python 3.12 on Linux).
