@@ -142,10 +142,6 @@ class Stack:
         self._extract += self._workers("extract", names, EXTRACT_THREADS)
 
     @property
-    def extract_workers(self) -> int:
-        return len(self._extract)
-
-    @property
     def bulk_workers(self) -> int:
         return len(self._bulk)
 
