@@ -1,6 +1,6 @@
 """The project's one lock, uv.lock: the version it pins of each package.
 
-`make install` installs these versions (exported by `uv export`); bench/gpu/pack.py carries
+`make install` installs these versions (exported by `uv export`); devstack/carry/pack.py carries
 the same ones to the GPU machine, so what runs there is what the tests here ran.
 """
 

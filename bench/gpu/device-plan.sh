@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Issue 40's device plan: one short call, then three of at most 9 minutes, each writing its
-# JSON under $OUT. The gate's two models weigh 67 MB even pruned and shared (parity_parts.py)
+# JSON under $OUT. The gate's two models weigh 67 MB even pruned and shared (devstack/carry/parts.py)
 # and a call carries 64 MiB with the working tree, so they travel in two parts: the first
 # alone with the GPU tests (which need nothing from .devpack), the second with the gate.
 #
 # Here, once, in the checkout the device tool sends (after `make install model`), last thing
 # before the calls (TREE.txt names the commit they run; commit first):
 #     .venv/bin/python -m bench.gpu.parity pack        # .parity/part-1 (49 MiB), part-2
-#     .venv/bin/python -m bench.gpu.pack               # .devpack: tritonserver, packages, redis
-#     .venv/bin/python -m bench.gpu.pack --tree-note   # .devpack/TREE.txt
+#     .venv/bin/python -m devstack.carry.pack               # .devpack: tritonserver, packages, redis
+#     .venv/bin/python -m devstack.carry.pack --tree-note   # .devpack/TREE.txt
 # Then, through the device tool, calls 1 and 2 back to back (part 1 waits in the machine's
 # /tmp: if the machine went back in between, call 2 says so and gates nothing):
 #     run(command="bash bench/gpu/device-plan.sh 1", carry=[".parity/part-1"],
@@ -41,7 +41,7 @@ if [ -n "$tiny" ]; then
     PY="$D/.venv/bin/python"
 elif [ "$call" != 1 ]; then
     cp .devpack/TREE.txt TREE.txt 2>/dev/null  # which commit ran (bench.gpu.report.tree_note)
-    source bench/gpu/remote.sh >/dev/null || exit 1
+    source devstack/carry/remote.sh >/dev/null || exit 1
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
 fi
 head -n 1 TREE.txt 2>/dev/null || git rev-parse HEAD 2>/dev/null

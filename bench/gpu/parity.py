@@ -9,7 +9,7 @@ Runtime fused, OpenVINO FP32), built on that host by `docq convert` and run on i
 
 The checkpoints travel pruned (`conversion.prune`: only the embedding rows the documents
 use, the others NaN, so a document needing another row cannot pass unseen), doc-lang
-without what it shares with doc-type, as two parts (bench/gpu/parity_parts.py: the device
+without what it shares with doc-type, as two parts (devstack/carry/parts.py: the device
 tool carries 64 MiB a call), and wait in the stash for the run:
 
     here:   .venv/bin/python -m bench.gpu.parity pack          # .parity/: pruned + configs
@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.gpu.parity_parts import dedupe, join, keep, split, undedupe
+from devstack.carry.parts import dedupe, join, keep, split, undedupe
 
 MODELS = ("doc-type", "doc-lang")
 PARITY = Path(".parity")
@@ -240,7 +240,7 @@ CPU_RUNTIMES = {
 def run_cpu(run: Run, work: Path) -> dict[str, int]:
     """Both models' CPU runtimes, built here by `docq convert` from the checkpoint with the
     unused rows zeroed (its ONNX check feeds random tokens); the reference keeps NaN rows.
-    The exporter must be the tested one: `bench.gpu.pack --profile convert` carries it."""
+    The exporter must be the tested one: `devstack.carry.pack --profile convert` carries it."""
     codes = {}
     for name in run.models:
         zeroed, reference = restore(name, work, fill="zero"), restore(name, work)

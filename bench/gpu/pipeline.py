@@ -1,6 +1,6 @@
 """The whole docq pipeline on one GPU host, against the old architecture on the same GPU.
 
-On a CUDA host (bench/gpu/pack.py, remote.sh) it starts what `make up` starts, on free ports
+On a CUDA host (devstack/carry/pack.py, remote.sh) it starts what `make up` starts, on free ports
 (bench.stack): redis-server, tritonserver serving a RoBERTa-large-shaped `torch-gpu`
 classifier (random weights, FP16, a RoBERTa tokenizer, laid out by docq's converter as
 bench/gpu/serve.py does: model.py), the API, the small-job lane's worker and `--workers`
@@ -23,7 +23,7 @@ it measured):
 Prints the tables (report.py) and writes `--out`.
 
     # on the GPU host (docs/performance.md has the exact command):
-    source bench/gpu/remote.sh && python3 -m bench.gpu.pipeline --out $OUT/pipeline.json
+    source devstack/carry/remote.sh && python3 -m bench.gpu.pipeline --out $OUT/pipeline.json
     # rehearsal on a CPU machine (the wheel's CPU tritonserver, a 2-layer model):
     nice -n 10 .venv/bin/python -m bench.gpu.pipeline --tiny --out /tmp/pipeline.json
 """

@@ -31,7 +31,7 @@ SERVE_TARGETS = {
 
 
 def tree_note() -> str:
-    """Which code ran: TREE.txt of a tree packed by bench/gpu/pack.py --tree, else git's
+    """Which code ran: TREE.txt of a tree packed by devstack/carry/pack.py --tree, else git's
     HEAD and the files changed from it."""
     note = REPO_ROOT / "TREE.txt"
     if note.exists():

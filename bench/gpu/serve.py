@@ -5,7 +5,7 @@ weights: timing does not depend on them) from a transformers config, lays it out
 `docq convert --runtime torch-gpu` does (the checkpoint, `serving.runtimes.install`, the
 config.pbtxt that `conversion.convert.Target` and `conversion.pbtxt` generate), starts
 tritonserver (`serving.server`'s command and environment; on the device the trimmed server
-of bench/gpu/pack.py, which remote.sh puts where `serving.server` looks) and measures
+of devstack/carry/pack.py, which remote.sh puts where `serving.server` looks) and measures
 through gRPC:
 
 - p50/p95 of one request at a time at (1,256), (1,512), (2,512), (7,512);
@@ -25,7 +25,7 @@ the server (clients.py), the old runtime and the other in-process reference
 the tests start it.
 
     # on the H200 (docs/performance.md has the exact command):
-    source bench/gpu/remote.sh
+    source devstack/carry/remote.sh
     python3 -m bench.gpu.serve --out $OUT/serve.json
     # rehearsal on a CPU machine, tiny model, the wheel's server:
     .venv/bin/python -m bench.gpu.serve --tiny --seconds 1 --out /tmp/serve.json

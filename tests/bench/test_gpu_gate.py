@@ -1,5 +1,5 @@
-"""bench/gpu/gate.py and parity_parts.py with no server: the gate's requests of every size,
-the mark a result gets from its gate's commit, and the models' parts joined back."""
+"""bench/gpu/gate.py with no server: the gate's requests of every size, and the mark a
+result gets from its gate's commit."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from safetensors.torch import load_file, save_file
 
-from bench.gpu import gate, parity_parts
+from bench.gpu import gate
 from conversion import parity
 
 
@@ -57,28 +55,3 @@ def test_a_result_gated_at_another_commit_is_marked(tmp_path: Path) -> None:
     )
     assert json.loads(dirty.read_text())["gate"]["same_commit"] is False
     assert len(lines) == 3 and "gated at this commit" in lines[0]
-
-
-def test_the_models_travel_in_parts_and_come_back_whole(tmp_path: Path) -> None:
-    root, stash = tmp_path / "parity", tmp_path / "stash"
-    shared = torch.randn(64, 32)
-    for name, own in (("a", torch.randn(8)), ("b", torch.randn(8))):
-        (root / name).mkdir(parents=True)
-        save_file({"shared": shared, "own": own}, str(root / name / "pruned.safetensors"))
-        (root / name / "config.json").write_text(name)
-    whole_b = load_file(str(root / "b" / "pruned.safetensors"))
-    assert parity_parts.dedupe(root / "a", root / "b") == shared.numel() * 4
-    assert set(load_file(str(root / "b" / "pruned.safetensors"))) == {"own"}
-    pieces = parity_parts.split(root, ["a", "b"], first_bytes=6000)
-    (stash / "parts").mkdir(parents=True)
-    n = len(pieces)
-    assert n > 1 and all(p.stat().st_size <= 6000 for p in pieces)
-    for piece in pieces[:-1]:
-        (stash / "parts" / piece.name).write_bytes(piece.read_bytes())
-    assert parity_parts.join(stash) == [f"part {n} of {n}"]  # said plainly, nothing unpacked
-    assert not (stash / "a").exists()
-    (stash / "parts" / pieces[-1].name).write_bytes(pieces[-1].read_bytes())
-    assert parity_parts.join(stash) == []
-    back = load_file(str(stash / "b" / "pruned.safetensors"))
-    assert set(back) == set(whole_b) and all(torch.equal(back[k], whole_b[k]) for k in back)
-    assert (stash / "a" / "config.json").read_text() == "a"

@@ -1,5 +1,5 @@
 """uv.lock, the project's one lock: it agrees with pyproject.toml and client/pyproject.toml
-(`uv lock --locked`), pins torch's CPU build, and is what bench/gpu/pack.py carries."""
+(`uv lock --locked`), pins torch's CPU build, and is what devstack/carry/pack.py carries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.gpu import pack
+from devstack.carry import pack
 from devstack.lock import LOCK, locked, normalized
 
 REPO = LOCK.parent

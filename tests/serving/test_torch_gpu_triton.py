@@ -5,10 +5,10 @@ runtime files, the generated config.pbtxt with an instance of kind GPU), served,
 answered through gRPC: full windows (the graphs without a mask), padded ones (the graphs
 with it), and many requests at once of different lengths, which Triton's batcher pads
 into shared batches, each request answered with its own rows. On the GPU device, which
-lacks docq's dependencies and has no use for its conftest (bench/gpu/remote.sh carries
+lacks docq's dependencies and has no use for its conftest (devstack/carry/remote.sh carries
 what this needs):
 
-    source bench/gpu/remote.sh
+    source devstack/carry/remote.sh
     python3 -m pytest --noconftest -p no:cacheprovider -o addopts= -p tests.tiers \\
         tests/serving/test_torch_gpu_triton.py
 """

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from bench.gpu.pack import REPO, STUB_PYTHON, WHEELS
+from devstack.carry.pack import REPO, STUB_PYTHON, WHEELS
 
 # What the device runs: the GPU benches, the served runtime (in the Python-backend stub),
 # and what bench.gpu.pipeline starts there (the API, the workers, docq validate).
@@ -47,7 +47,7 @@ OCR_ABSENT = {
     "tesserocr": "OCR's binding; its language data (Debian's tesseract-ocr-eng) does not "
     "travel, so docq.extract.ocr answers ocr_unavailable before importing it",
 }
-DEVICE_LIST = REPO / "bench" / "gpu" / "device-packages.txt"
+DEVICE_LIST = REPO / "devstack" / "carry" / "device-packages.txt"
 # Requirement markers as the device's python3 reads them (Python 3.12 on Linux).
 DEVICE_ENV = {"python_version": STUB_PYTHON, "sys_platform": "linux", "extra": ""}
 

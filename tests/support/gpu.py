@@ -1,7 +1,7 @@
 """The skip of the tests that need a CUDA GPU, saying where and when they last ran.
 
 CI has no GPU, so these tests skip there; the reason tells a reader what it means that they
-did not run. How to run them on a GPU host: README, "Tests" (bench/gpu/pack.py carries
+did not run. How to run them on a GPU host: README, "Tests" (devstack/carry/pack.py carries
 the tree; `python3 -m pytest --noconftest -p no:cacheprovider -o addopts= -p tests.tiers
 tests/serving/test_torch_gpu_flat.py tests/serving/test_torch_gpu_runtime.py
 tests/serving/test_torch_gpu_triton.py`).

@@ -1,4 +1,4 @@
-"""bench/gpu/pack.py and remote.sh: the size budget of what a device call carries, and the
+"""devstack/carry/pack.py and remote.sh: the size budget of what a device call carries, and the
 site archive's round trip through the lines remote.sh runs on the device."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu import pack
+from devstack.carry import pack
 
 REMOTE = Path(pack.__file__).with_name("remote.sh")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.gpu import pack
+from devstack.carry import pack
 from tests.support import carried
 
 

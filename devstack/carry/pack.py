@@ -22,9 +22,9 @@ Everything else travels with the call, 64 MiB at most in all, the working tree i
   travels with every call as it is at that moment, while others edit it; a run that must
   be the one rehearsed unpacks this copy and runs there (docs/performance.md).
 
-    .venv/bin/python -m bench.gpu.pack [--profile convert]   # then: run(..., carry=[".devpack"])
+    .venv/bin/python -m devstack.carry.pack [--profile convert]  # run(..., carry=[".devpack"])
 
-On the device, `source bench/gpu/remote.sh` unpacks them into /tmp and sets the paths.
+On the device, `source devstack/carry/remote.sh` unpacks them into /tmp and sets the paths.
 To carry more (another script's dependencies), add names to WHEELS, or a function that
 writes into DEVPACK, and call it from main(). `--python 3.11 --site-only --devpack DIR`
 builds the same site archive for this machine's python, to rehearse it here.
@@ -126,9 +126,7 @@ CONVERT_WHEELS = pins(
 
 PROFILES = {"text": WHEELS, "convert": WHEELS + CONVERT_WHEELS}
 
-INIT = (
-    '''"""nvidia-pytriton's tritonserver folder only, trimmed by docq's bench/gpu/pack.py."""\n'''
-)
+INIT = '''"""nvidia-pytriton's tritonserver folder only, trimmed by docq's devstack.carry."""\n'''
 
 PLATFORMS = [
     "manylinux_2_28_x86_64",

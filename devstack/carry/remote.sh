@@ -1,5 +1,5 @@
-# Sourced on the device machine from the repository root: `source bench/gpu/remote.sh`.
-# Unpacks what bench/gpu/pack.py put in .devpack/ into /tmp and sets the paths for it:
+# Sourced on the device machine from the repository root: `source devstack/carry/remote.sh`.
+# Unpacks what devstack/carry/pack.py put in .devpack/ into /tmp and sets the paths for it:
 #   DEVPACK_TRITON     the trimmed tritonserver folder (bin/, backends/, stubs)
 #   PYTHONPATH         the carried packages (site.tar.xz's site/, or the wheels installed),
 #                      the trimmed `pytriton` (serving.server finds the server through it),
