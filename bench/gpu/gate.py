@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+N, SEED = 10000, 4004  # the documents each model is gated on: conversion.parity.synthetic's
+REFERENCE_BATCH = 128  # windows per reference call (FP32 on the GPU: fast, same logits)
+
 
 def parse_size(text: str) -> tuple[int, int]:
     """`8` -> (8, 1); `128x4` -> (128, 4): windows per request, requests in flight."""
@@ -67,7 +70,6 @@ def gate_model(
     `run.out`; a size not started before `deadline` is listed as skipped."""
     import torch
 
-    from bench.gpu.parity import REFERENCE_BATCH, SEED
     from conversion import parity
     from conversion.checkpoint import load_checkpoint
     from docq.text.tokenizing import load_tokenizer

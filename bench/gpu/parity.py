@@ -42,13 +42,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench.gpu.gate import REFERENCE_BATCH, SEED, N, gate_model, mark
 from devstack.carry.parts import dedupe, join, keep, split, undedupe
 
 MODELS = ("doc-type", "doc-lang")
 PARITY = Path(".parity")
 STASH = Path("/tmp/docq-parity-stash")
-N, SEED = 10000, 4004
-REFERENCE_BATCH = 128  # windows per reference call (FP32 on the GPU: fast, same logits)
 # Every path the torch-gpu runtime serves a batch by, at the converter's defaults: 1-8
 # windows replay the small batches' CUDA graphs, 64 and 128 run eager (cuDNN blocks,
 # overlapped execute); `128x4` sends 4 requests of 128 at once, so two batches are in
@@ -187,7 +186,6 @@ def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out
 def run_gpu(run: Run, work: Path) -> dict[str, int]:
     import torch
 
-    from bench.gpu.gate import gate_model
     from bench.gpu.model import Variant
     from bench.gpu.report import tree_note
     from devstack.services import triton_server
@@ -306,8 +304,6 @@ def main() -> None:
     if args.step == "pack-openvino":
         return pack_openvino(args.wheels)
     if args.step == "mark":
-        from bench.gpu.gate import mark
-
         return print("\n".join(mark(args.gate, args.results)))
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path("/tmp/docq-parity-work")
