@@ -2,6 +2,7 @@
 
     docq submit samples/*.txt --model doc-type --wait -o results.jsonl
     docq status ID | docq results ID -o out.jsonl | docq cancel ID | docq models
+    docq submit-manifest batch-7/a.ndjson batch-7/scan.pdf --results batch-7/out/
 
 The server and the key come from `--url` / `--api-key`, or else from `DOCQ_URL` /
 `DOCQ_API_KEY`, read by typer as part of parsing the options (`envvar=`), like any
@@ -38,7 +39,7 @@ from rich.table import Table
 
 from client import errors
 from client.documents import Limits, from_paths
-from client.manifest_cli import submit_manifest
+from client.manifests import submit_manifest as submit_objects
 from client.models import JobStatus, OnInvalid
 from client.output import console, print_failed, progress_bar, write_results
 from client.sdk import DEFAULT_URL, DocqClient, Submission
@@ -231,6 +232,39 @@ def cancel(job_id: str, url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     sys.stdout.write(json.dumps(job, indent=2) + "\n")
 
 
+@app.command("submit-manifest")
+def submit_manifest(
+    objects: Annotated[
+        list[str] | None,
+        typer.Argument(help="Objects in your prefix of the server's store (names or URIs)."),
+    ] = None,
+    prefix: Annotated[
+        str | None, typer.Option(help="Every object under this prefix instead.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model (default: the API's default).")] = None,
+    results: Annotated[
+        str | None, typer.Option(help="Write the results back under this prefix when done.")
+    ] = None,
+    webhook_url: Annotated[str | None, typer.Option(help="Webhook called when it ends.")] = None,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Create a job of objects in the server's object store (docs/manifests.md); prints the
+    job id."""
+    if bool(objects) == (prefix is not None):
+        raise _fail(ExitCode.USAGE, "name objects or --prefix, not both")
+    with _errors(), _client(url, api_key) as client:
+        job = submit_objects(
+            client,
+            objects=objects or None,
+            prefix=prefix,
+            model=model,
+            results=results,
+            webhook_url=webhook_url,
+        )
+    sys.stdout.write(job["id"] + "\n")
+
+
 @app.command()
 def models(url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     """List the models Triton serves."""
@@ -247,8 +281,6 @@ def models(url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
         )
     Console().print(table)
 
-
-app.command("submit-manifest")(submit_manifest)
 
 # The operator's commands need the server's packages: the model toolchain (conversion/cli.py:
 # a checkpoint to a served, parity-checked model) and tenants' keys (api/keys_cli.py: the job

@@ -125,6 +125,22 @@ def test_a_job_that_did_not_succeed_exits_1(server: Server, files: list[Path]) -
     assert json.loads(result.stdout)["id"] == "doc-0.txt"  # its results are still written
 
 
+def test_submit_manifest_names_objects_or_a_prefix_never_both(server: Server) -> None:
+    result = run("submit-manifest", "b7/a.ndjson", "b7/scan.pdf", "--results", "b7/out/")
+    assert result.exit_code == ExitCode.OK, result.output
+    assert result.stdout.split() == ["job-0"]
+    assert server.jobs["job-0"] == [
+        {"manifest": {"objects": ["b7/a.ndjson", "b7/scan.pdf"]}, "results": "b7/out/"}
+    ]
+    assert run("submit-manifest", "--prefix", "b7/").exit_code == ExitCode.OK
+    assert server.jobs["job-1"] == [{"manifest": {"prefix": "b7/"}}]
+    for both_or_neither in (("b7/a.ndjson", "--prefix", "b7/"), ()):
+        result = run("submit-manifest", *both_or_neither)
+        assert result.exit_code == ExitCode.USAGE
+        assert "name objects or --prefix, not both" in result.stderr
+    assert len(server.requests) == 2  # a usage error sends nothing
+
+
 def test_url_and_key_come_from_the_environment_or_the_options(
     server: Server, files: list[Path]
 ) -> None:
