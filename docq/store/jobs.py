@@ -118,26 +118,48 @@ class JobStore(Creating):
         final, documents of skipped shards (cancelled jobs) are left out. The next cursor
         is None once every document has been passed.
         """
-        if job.manifest is not None:  # numbered by part (store/manifests.py)
-            from docq.store.manifests import results_page
-
-            return results_page(self, job, cursor, limit)
-        end = min(cursor + limit, job.documents)
-        if cursor >= end:
-            return [], None
-        values = self.r.hmget(keys.results(job.id), [str(i) for i in range(cursor, end)])
+        if job.manifest is None:
+            end = min(cursor + limit, job.documents)
+            wanted: Sequence[int] = range(cursor, end)
+            nxt: int | None = end if end < job.documents else None
+        else:
+            wanted, nxt = self._manifest_numbers(job, cursor, limit)
+        values = self.r.hmget(keys.results(job.id), [str(i) for i in wanted]) if wanted else []
         data: list[dict[str, Any]] = []
-        next_cursor: int | None = end
-        for i, raw in zip(range(cursor, end), values, strict=True):
+        for i, raw in zip(wanted, values, strict=True):
             if raw is None:
                 if not job.status.final:
-                    next_cursor = i
-                    break
+                    return data, i
                 continue
             data.append(json.loads(raw))
-        if next_cursor is not None and next_cursor >= job.documents:
-            next_cursor = None
-        return data, next_cursor
+        return data, nxt
+
+    def _manifest_numbers(
+        self, job: JobRecord, cursor: int, limit: int
+    ) -> tuple[list[int], int | None]:
+        """A manifest job's document numbers from `cursor` on, in manifest order, and the
+        next cursor. Part n's documents are numbered from n * shard_size (store/manifests.py)
+        as its worker reads it, so numbers of parts not read yet are not known: while the
+        job runs the page stops there."""
+        read = decode(self.r.hgetall(keys.parts_read(job.id)))
+        counts = {int(k): int(v) for k, v in read.items()}
+        stride = job.shard_size
+        wanted: list[int] = []
+        nxt: int | None = None
+        for n in range(cursor // stride, job.shards):
+            if n not in counts:  # not read yet: nothing of it can be answered
+                if not job.status.final:
+                    nxt = max(cursor, n * stride)
+                    break
+                continue
+            wanted += range(max(cursor, n * stride), n * stride + counts[n])
+            if len(wanted) >= limit:
+                wanted = wanted[:limit]
+                nxt = wanted[-1] + 1
+                break
+        if nxt is not None and nxt >= job.shards * stride:
+            nxt = None
+        return wanted, nxt
 
     def iter_results(self, job: JobRecord, page: int = 1000) -> Iterator[dict[str, Any]]:
         """Every available result in upload order."""

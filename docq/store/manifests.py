@@ -22,7 +22,6 @@ from docq.store import connection
 from docq.store.codec import (
     PENDING,
     ShardDocument,
-    decode,
     decode_values,
     pack_entries,
     unpack_shard,
@@ -193,41 +192,6 @@ def _duplicate(d: ShardDocument) -> ShardDocument:
         error=f"another document of the job has the id {d.id!r}",
         error_code="duplicate_id",
     )
-
-
-def results_page(
-    store: JobStore, job: JobRecord, cursor: int, limit: int
-) -> tuple[list[dict[str, Any]], int | None]:
-    """A page of a manifest job's results in manifest order (parts in order, documents
-    in their part), from document number `cursor`; the next cursor. While the job runs
-    the page stops at the first document not answered yet, as JobStore.results_page."""
-    counts = {int(k): int(v) for k, v in decode(store.r.hgetall(keys.parts_read(job.id))).items()}
-    stride = job.shard_size
-    wanted: list[int] = []
-    nxt: int | None = None
-    for n in range(cursor // stride, job.shards):
-        if n not in counts:  # not read yet: nothing of it can be answered
-            if not job.status.final:
-                nxt = max(cursor, n * stride)
-                break
-            continue
-        first = max(cursor, n * stride)
-        wanted += range(first, n * stride + counts[n])
-        if len(wanted) >= limit:
-            wanted = wanted[:limit]
-            nxt = wanted[-1] + 1
-            break
-    values = store.r.hmget(keys.results(job.id), [str(i) for i in wanted]) if wanted else []
-    data: list[dict[str, Any]] = []
-    for i, raw in zip(wanted, values, strict=True):
-        if raw is None:
-            if not job.status.final:
-                return data, i
-            continue
-        data.append(json.loads(raw))
-    if nxt is not None and nxt >= job.shards * stride:
-        nxt = None
-    return data, nxt
 
 
 def job_extra(store: JobStore, job_id: str) -> dict[str, str]:
