@@ -170,9 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     sampler = GpuSampler()
     sampler.start()
     try:
-        with Stack(
-            repo, work, SHARD_SIZE, args.workers, model=MODEL, triton_nice=None, meter_redis=True
-        ) as stack:
+        with Stack(repo, work, SHARD_SIZE, args.workers, model=MODEL, triton_nice=None) as stack:
             r["stack_ready_after_s"] = round(args.budget_s - budget.left(), 1)
             console.print(
                 f"stack up with {stack.bulk_workers} bulk workers: {r['stack_ready_after_s']} s"
