@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,12 @@ def build_checkpoint(folder: Path, tiny: bool, device: str, tok: Any = None) -> 
     return {"layers": layers, "hidden": hidden, "heads": heads, "vocab": config.vocab_size}
 
 
-def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool) -> Any:
-    """`repo/<variant>/1/` as docq convert lays out a torch-gpu model; its ModelConfig."""
+def publish_variant(
+    repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool, labels: Sequence[str] = LABELS
+) -> Any:
+    """`repo/<variant>/1/` as docq convert lays out a torch-gpu model (without its ONNX
+    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt, and
+    labels.txt naming `labels` (the checkpoint's, in order); returns its ModelConfig."""
     from tritonclient.grpc import model_config_pb2 as mc
 
     from conversion import convert, pbtxt
@@ -105,7 +110,7 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
         k: v for k, v in variant.overrides.items() if not k.startswith(PARAM)
     }
     target = convert.Target(variant.name, "torch-gpu", **fields_)
-    config = pbtxt.build(target.classifier_config(len(LABELS)))
+    config = pbtxt.build(target.classifier_config(len(labels)))
     for key, value in variant.overrides.items():  # runtime parameters Target has no field for
         if key.startswith(PARAM):
             config.parameters[key.removeprefix(PARAM)].string_value = str(value)
@@ -118,7 +123,7 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
         os.link(path, version / path.name)
     runtimes.install("torch_gpu", version)
     pbtxt.write(config, model_dir / "config.pbtxt")
-    (model_dir / "labels.txt").write_text("".join(f"{x}\n" for x in LABELS), encoding="utf-8")
+    (model_dir / "labels.txt").write_text("".join(f"{x}\n" for x in labels), encoding="utf-8")
     return config
 
 
