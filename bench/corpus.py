@@ -59,11 +59,6 @@ def padding_report(windows: Sequence[Window], ceiling: Sequence[Batch]) -> dict[
         "baseline_padding_efficiency": round(baseline_padding(windows), 4),
         # Neither side computes this; it is what fixed-shape inputs would cost.
         "pad_to_512_efficiency": round(real / (len(windows) * 512), 4),
-        "single_window_documents": round(
-            sum(1 for n in np.bincount([w.doc for w in windows]) if n == 1)
-            / len({w.doc for w in windows}),
-            3,
-        ),
     }
 
 
@@ -91,13 +86,8 @@ def generate_parallel(n: int, seed: int, processes: int) -> list[LabelledDocumen
 def window_counts(docs: Sequence[LabelledDocument], tokenizer_dir: Path) -> list[int]:
     """Windows of each document as the workers cut them (512 tokens, stride 64)."""
     tok = load_tokenizer(tokenizer_dir)
-    spec = window_spec(tok, 512, 64)
-    counts = [0] * len(docs)
-    for start in range(0, len(docs), 2000):
-        ids = tokenize(tok, [d.text for d in docs[start : start + 2000]])
-        for w in split_all(ids, spec):
-            counts[start + w.doc] += 1
-    return counts
+    windows = split_all(tokenize(tok, [d.text for d in docs]), window_spec(tok, 512, 64))
+    return [int(n) for n in np.bincount([w.doc for w in windows], minlength=len(docs))]
 
 
 def longest(docs: Sequence[LabelledDocument], counts: Sequence[int], n: int) -> list[int]:

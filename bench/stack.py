@@ -42,11 +42,10 @@ class Stack:
 
     The CPU bench takes it as it is: Triton at TRITON_NICE, so that batch inference yields
     the CPU to request handling on a shared box, as the local stack does. The GPU bench
-    (bench/gpu/) names its `model` (served, pinned and the default), leaves Triton at nice 0
-    (`triton_nice=None`: there Triton feeds a GPU, and 12 busy workers at nice 0 would
-    starve it at nice 10) and adds bulk and extract workers as it goes; its meter counts
-    redis-server too (`meter_redis`). Workers start side by side: a dozen, one after the
-    other, take a minute."""
+    (bench/gpu/) names its `model` (served, pinned and the default) and leaves Triton at
+    nice 0 (`triton_nice=None`: there Triton feeds a GPU, and 12 busy workers at nice 0
+    would starve it at nice 10). Workers start side by side: a dozen, one after the other,
+    take a minute."""
 
     def __init__(
         self,
@@ -59,21 +58,20 @@ class Stack:
         ready_s: float = 60,
         model: str | None = None,
         triton_nice: int | None = TRITON_NICE,
-        meter_redis: bool = False,
     ) -> None:
         self.repo, self.workdir, self.shard_size = repo, workdir, shard_size
         self.ready_s, self.model, self.triton_nice = ready_s, model, triton_nice
-        self.meter_redis = meter_redis
-        self._start_with = (bulk_workers, 1 if extract else 0)
-        self._bulk: list[tuple[subprocess.Popen[bytes], int]] = []
+        self.bulk_workers, self._extract_at_start = bulk_workers, 1 if extract else 0
         self._extract: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Stack:
         self._stack = ExitStack()
         try:
             self._start()
-            self.add_workers(self._start_with[0])
-            self.add_extract_workers(self._start_with[1])
+            self.bulk_ports = [free_port() for _ in range(self.bulk_workers)]
+            names = [f"bulk{i}" for i in range(self.bulk_workers)]
+            self._bulk = self._workers("cpu", names, SHARD_THREADS, self.bulk_ports)
+            self.add_extract_workers(self._extract_at_start)
         except BaseException:
             self._stack.close()
             raise
@@ -84,7 +82,6 @@ class Stack:
         served = ("default_model", "model_startup", "model_pinned") if self.model else ()
         models = {f"DOCQ_{name.upper()}": str(self.model) for name in served[1:]}
         redis_url = self._stack.enter_context(redis_server(self.workdir / "redis"))
-        self.redis_pid = listener(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
         self.triton_url = self._stack.enter_context(
             triton_server(self.repo, self.workdir / "triton.log", env={**os.environ, **models})
         )
@@ -128,34 +125,17 @@ class Stack:
             os.setpriority(os.PRIO_PROCESS, proc.pid, WORKER_NICE)
         return procs
 
-    def add_workers(self, n: int) -> None:
-        """Start `n` more bulk workers, side by side."""
-        first, ports = len(self._bulk), [free_port() for _ in range(n)]
-        names = [f"bulk{first + i}" for i in range(n)]
-        procs = self._workers("cpu", names, SHARD_THREADS, ports)
-        self._bulk += list(zip(procs, ports, strict=True))
-
     def add_extract_workers(self, n: int) -> None:
         """Start `n` extract workers (uploaded files read into text), side by side, as the
         local stack's `extract` process (EXTRACT_THREADS shards each)."""
         names = [f"extract{len(self._extract) + i}" for i in range(n)]
         self._extract += self._workers("extract", names, EXTRACT_THREADS)
 
-    @property
-    def bulk_workers(self) -> int:
-        return len(self._bulk)
-
-    @property
-    def bulk_ports(self) -> list[int]:
-        return [port for _, port in self._bulk]
-
     def meter(self) -> CpuMeter:
-        """CPU seconds of the API, Triton, each worker (extract workers with their reading
-        children) and, with `meter_redis`, redis-server."""
+        """CPU seconds of the API, Triton and each worker (extract workers with their reading
+        children)."""
         roots = {"api": self.api_pid, "triton": self.triton_pid}
-        if self.meter_redis:
-            roots["redis"] = self.redis_pid
-        for i, (proc, _) in enumerate(self._bulk):
+        for i, proc in enumerate(self._bulk):
             roots[f"bulk worker {i}"] = proc.pid
         roots["priority worker"] = self.priority.pid
         for i, proc in enumerate(self._extract):

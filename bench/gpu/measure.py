@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,8 +96,8 @@ def gpu_name() -> str:
 
 
 def triton_stats(url: str, model: str) -> dict[str, Any]:
-    """Triton's own counters for `model` so far: requests (windows), executions, and the
-    seconds requests waited in its queue and spent in the model (summed over instances)."""
+    """Triton's own counters for `model` so far (summed over its versions): requests,
+    windows, executions, and executions by their number of rows."""
     import tritonclient.grpc as grpcclient
 
     client = grpcclient.InferenceServerClient(url)
@@ -104,37 +105,24 @@ def triton_stats(url: str, model: str) -> dict[str, Any]:
         stats = client.get_inference_statistics(model).model_stats
     finally:
         client.close()
-    out: dict[str, Any] = {"windows": 0, "executions": 0, "requests": 0}
-    out |= {"queue_s": 0.0, "compute_s": 0.0, "rows": {}}
+    rows: Counter[str] = Counter()
     for m in stats:
-        out["windows"] += m.inference_count
-        out["executions"] += m.execution_count
-        out["requests"] += m.inference_stats.success.count
-        out["queue_s"] += m.inference_stats.queue.ns / 1e9
-        out["compute_s"] += (
-            m.inference_stats.compute_input.ns
-            + m.inference_stats.compute_infer.ns
-            + m.inference_stats.compute_output.ns
-        ) / 1e9
         for b in m.batch_stats:
-            out["rows"][str(b.batch_size)] = out["rows"].get(str(b.batch_size), 0) + int(
-                b.compute_infer.count
-            )
-    return out
+            rows[str(b.batch_size)] += b.compute_infer.count
+    return {
+        "windows": sum(m.inference_count for m in stats),
+        "executions": sum(m.execution_count for m in stats),
+        "requests": sum(m.inference_stats.success.count for m in stats),
+        "rows": dict(rows),
+    }
 
 
 def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What Triton did between two triton_stats() readings, with the mean per request."""
+    """What Triton did between two triton_stats() readings."""
     d: dict[str, Any] = {k: after[k] - before[k] for k in ("windows", "executions", "requests")}
-    d["queue_s"] = round(after["queue_s"] - before["queue_s"], 3)
-    d["compute_s"] = round(after["compute_s"] - before["compute_s"], 3)
-    rows = {k: v - before["rows"].get(k, 0) for k, v in after["rows"].items()}
-    d["executions_by_rows"] = {
-        k: v for k, v in sorted(rows.items(), key=lambda kv: int(kv[0])) if v
-    }
-    if d["requests"]:
-        d["queue_ms_per_request"] = round(1000 * d["queue_s"] / d["requests"], 2)
-        d["compute_ms_per_request"] = round(1000 * d["compute_s"] / d["requests"], 2)
+    rows = sorted(after["rows"].items(), key=lambda kv: int(kv[0]))
+    grown = {k: v - before["rows"].get(k, 0) for k, v in rows}
+    d["executions_by_rows"] = {k: v for k, v in grown.items() if v}
     if d["executions"]:
         d["rows_per_execution"] = round(d["windows"] / d["executions"], 2)
     return d

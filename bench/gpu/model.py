@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,50 +66,39 @@ class Variant:
         )
 
 
-def roberta_config(tiny: bool) -> Any:
-    """RoBERTa-large's shape with 6 labels (or a 2-layer one for a CPU rehearsal)."""
-    from transformers import RobertaConfig
-
-    size = (
-        {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}
-        if tiny
-        else {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16}
-    )
-    return RobertaConfig(
-        vocab_size=VOCAB,
-        intermediate_size=4 * size["hidden_size"],
-        max_position_embeddings=MAX_LEN + 2,
-        type_vocab_size=1,
-        num_labels=len(LABELS),
-        id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)},
-        **size,
-    )
-
-
-def save_random(config: Any, folder: Path, device: str) -> None:
-    """A random classifier of `config` saved in `folder`: FP16 on a GPU, FP32 on a CPU."""
+def build_checkpoint(folder: Path, tiny: bool, device: str, tok: Any = None) -> dict[str, Any]:
+    """A random RoBERTa classifier with 6 labels saved in `folder` (FP16 on a GPU, FP32 on a
+    CPU): RoBERTa-large's shape, or 2 layers for a CPU rehearsal; with `tok`, its vocabulary
+    and special ids (real documents tokenize: its ids index the embeddings, its <pad> is the
+    padding index RoBERTa derives position ids from). Returns the model's shape."""
     import torch
-    from transformers import AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, RobertaConfig
 
+    hidden, layers, heads = (64, 2, 2) if tiny else (1024, 24, 16)
+    ids = {"vocab_size": VOCAB}
+    if tok is not None:
+        ids = {"vocab_size": len(tok), "pad_token_id": tok.pad_token_id}
+        ids |= {"bos_token_id": tok.cls_token_id, "eos_token_id": tok.sep_token_id}
+    config = RobertaConfig(
+        hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+        intermediate_size=4 * hidden, max_position_embeddings=MAX_LEN + 2, type_vocab_size=1,
+        num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)}, **ids,
+    )  # fmt: skip
     torch.manual_seed(0)
     dtype = torch.float16 if device.startswith("cuda") else torch.float32
     with torch.device(device):  # random init on the GPU: seconds, not a minute
         model = AutoModelForSequenceClassification.from_config(config, dtype=dtype)
     model.eval().save_pretrained(folder, safe_serialization=True)
+    return {"layers": layers, "hidden": hidden, "heads": heads, "vocab": config.vocab_size}
 
 
-def build_checkpoint(folder: Path, tiny: bool, device: str) -> dict[str, int]:
-    """Save a random RoBERTa classifier (large, or tiny for a CPU rehearsal) in `folder`."""
-    config = roberta_config(tiny)
-    save_random(config, folder, device)
-    return {
-        k: getattr(config, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads")
-    }
-
-
-def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool) -> Any:
-    """`repo/<variant>/1/` as docq convert lays out a torch-gpu model; its ModelConfig."""
+def publish_variant(
+    repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool, labels: Sequence[str] = LABELS
+) -> Any:
+    """`repo/<variant>/1/` as docq convert lays out a torch-gpu model (without its ONNX
+    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt, and
+    labels.txt naming `labels` (the checkpoint's, in order); returns its ModelConfig."""
     from tritonclient.grpc import model_config_pb2 as mc
 
     from conversion import convert, pbtxt
@@ -120,7 +110,7 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
         k: v for k, v in variant.overrides.items() if not k.startswith(PARAM)
     }
     target = convert.Target(variant.name, "torch-gpu", **fields_)
-    config = pbtxt.build(target.classifier_config(len(LABELS)))
+    config = pbtxt.build(target.classifier_config(len(labels)))
     for key, value in variant.overrides.items():  # runtime parameters Target has no field for
         if key.startswith(PARAM):
             config.parameters[key.removeprefix(PARAM)].string_value = str(value)
@@ -133,7 +123,7 @@ def publish_variant(repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool
         os.link(path, version / path.name)
     runtimes.install("torch_gpu", version)
     pbtxt.write(config, model_dir / "config.pbtxt")
-    (model_dir / "labels.txt").write_text("".join(f"{x}\n" for x in LABELS), encoding="utf-8")
+    (model_dir / "labels.txt").write_text("".join(f"{x}\n" for x in labels), encoding="utf-8")
     return config
 
 
@@ -164,38 +154,23 @@ def build_tokenizer(folder: Path) -> Any:
 def build_model(
     work: Path, tiny: bool, on_gpu: bool, overrides: dict[str, Any] | None = None
 ) -> tuple[Path, Path, dict[str, Any]]:
-    """The pipeline bench's model: a random RoBERTa classifier of roberta_config's shape with
-    a RoBERTa tokenizer (build_tokenizer), published by publish_variant (with `overrides`,
-    a Variant's: `gelu=tanh`, `precision=fp8`) with the tokenizer beside it; (repository,
-    checkpoint, facts)."""
+    """The pipeline bench's model: build_checkpoint's with a RoBERTa tokenizer
+    (build_tokenizer), published by publish_variant (with `overrides`, a Variant's:
+    `gelu=tanh`, `precision=fp8`) with the tokenizer beside it; (repository, checkpoint,
+    facts)."""
     from google.protobuf import json_format
 
     tokenizer = work / "tokenizer"
     tok = build_tokenizer(tokenizer)
-    config = roberta_config(tiny)
-    # Real documents tokenize: the tokenizer's ids index the embeddings, its <pad> is the
-    # padding index RoBERTa derives position ids from.
-    config.vocab_size = len(tok)
-    config.pad_token_id = tok.pad_token_id
-    config.bos_token_id, config.eos_token_id = tok.cls_token_id, tok.sep_token_id
     checkpoint = work / "checkpoint"
-    save_random(config, checkpoint, "cuda:0" if on_gpu else "cpu")
+    shape = build_checkpoint(checkpoint, tiny, "cuda:0" if on_gpu else "cpu", tok)
     for f in tokenizer.iterdir():  # the old service loads its tokenizer from here
         shutil.copy2(f, checkpoint / f.name)
     repo = work / "repo"
     variant = Variant(MODEL, dict(overrides or {}))
     served = publish_variant(repo, checkpoint, variant, on_gpu)
     shutil.copytree(tokenizer, repo / MODEL / "tokenizer")  # what docq's workers load
-    facts = {
-        "name": MODEL,
-        "layers": config.num_hidden_layers,
-        "hidden": config.hidden_size,
-        "heads": config.num_attention_heads,
-        "vocab": config.vocab_size,
-        "tokenizer": f"{type(tok).__name__} (byte-level BPE), pad id {tok.pad_token_id}",
-        "labels": list(LABELS),
-        "overrides": variant.overrides,
-        "label": variant.label,
-        "config": json_format.MessageToDict(served),
-    }
+    facts = {"name": MODEL, **shape, "labels": list(LABELS), "overrides": variant.overrides}
+    facts["tokenizer"] = f"{type(tok).__name__} (byte-level BPE), pad id {tok.pad_token_id}"
+    facts |= {"label": variant.label, "config": json_format.MessageToDict(served)}
     return repo, checkpoint, facts

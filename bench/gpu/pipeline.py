@@ -59,36 +59,31 @@ from corpus.doc_type import generate
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options; `--tiny` (a CPU rehearsal) gives the others their smaller defaults."""
+    tiny = "--tiny" in (sys.argv[1:] if argv is None else argv)
     ints = lambda s: [int(x) for x in s.split(",")]  # noqa: E731
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     ap.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     ap.add_argument("--tiny", action="store_true", help="CPU rehearsal: 2-layer model, few docs")
-    ap.add_argument("--docs", type=int, default=None, help="bulk job (default 20000; tiny 300)")
-    ap.add_argument("--workers", type=int, default=None, help="bulk workers (12; tiny 2)")
+    ap.add_argument("--docs", type=int, default=300 if tiny else 20_000, help="in the bulk job")
+    ap.add_argument("--workers", type=int, default=2 if tiny else 12, help="bulk workers")
     ap.add_argument(
         "--model", type=Variant.parse, default=Variant(MODEL),
         help="the served model's converter overrides, as serve's variants: NAME:gelu=tanh",
     )  # fmt: skip
-    ap.add_argument("--long-documents", type=int, default=None, help="default 1000 (tiny 40)")
-    ap.add_argument("--baseline-workers", type=ints, default=None, help="default 1,2,4,8")
-    ap.add_argument("--baseline-workers-fp16", type=ints, default=None, help="1,2,4,8,12")
-    ap.add_argument("--baseline-documents", type=int, default=None, help="1000 (tiny 40)")
+    long, docs = (40, 40) if tiny else (1000, 1000)
+    ap.add_argument("--long-documents", type=int, default=long, help="in one request")
+    workers, fp16 = ([1, 2], [1, 2]) if tiny else ([1, 2, 4, 8], [1, 2, 4, 8, 12])
+    ap.add_argument("--baseline-workers", type=ints, default=workers, help="old architecture, FP32")
+    ap.add_argument(
+        "--baseline-workers-fp16", type=ints, default=fp16, help="old architecture, FP16"
+    )
+    ap.add_argument("--baseline-documents", type=int, default=docs, help="old architecture")
     ap.add_argument("--skip", action="append", default=[], choices=["baseline", "ceiling"])
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
-    args = ap.parse_args(argv)
-    tiny = args.tiny
-    defaults = {
-        "docs": 300 if tiny else 20_000,
-        "workers": 2 if tiny else 12,
-        "long_documents": 40 if tiny else 1000,
-        "baseline_workers": [1, 2] if tiny else [1, 2, 4, 8],
-        "baseline_workers_fp16": [1, 2] if tiny else [1, 2, 4, 8, 12],
-        "baseline_documents": 40 if tiny else 1000,
-    }
-    for key, value in defaults.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    return args
+    return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -170,9 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     sampler = GpuSampler()
     sampler.start()
     try:
-        with Stack(
-            repo, work, SHARD_SIZE, args.workers, model=MODEL, triton_nice=None, meter_redis=True
-        ) as stack:
+        with Stack(repo, work, SHARD_SIZE, args.workers, model=MODEL, triton_nice=None) as stack:
             r["stack_ready_after_s"] = round(args.budget_s - budget.left(), 1)
             console.print(
                 f"stack up with {stack.bulk_workers} bulk workers: {r['stack_ready_after_s']} s"

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 
 from bench.docq_jobs import SmallJobs, run_docq, small_job_stats, submit, wait_job
-from bench.gpu.measure import GpuSampler, gpu_processes, stats_delta, tiers, triton_stats
+from bench.gpu.measure import GpuSampler, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL
-from bench.procs import tree, worker_batches
+from bench.procs import worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
 
@@ -39,7 +39,6 @@ def run_bulk(
     """bench.docq_jobs.run_docq on `docs` with GPU samples, windows/s, CPU per tier and
     3-document jobs of `small` meanwhile, from the workers' first batch (SmallJobs)."""
     probe = SmallJobs(stack, small, SMALL_EVERY_S, ready=started(stack))
-    held_before = gpu_processes()
     triton_before = triton_stats(stack.triton_url, MODEL)
     t0 = time.monotonic()
     out = run_docq(stack, docs)
@@ -50,9 +49,6 @@ def run_bulk(
     out["windows"] = windows
     out["windows_per_s"] = round(windows / out["elapsed_s"], 1)
     out["gpu"] = sampler.window(t0, t1)
-    out["triton_gpu_mib"] = sum(
-        mib for pid, mib in held_before.items() if pid in set(tree(stack.triton_pid))
-    )
     out["cpu_s"] = out["cpu_s"] | {"tiers": tiers(out["cpu_s"])}
     worker_s = out["cpu_s"]["tiers"].get("bulk workers", 0.0)
     out["worker_cpu_ms_per_doc"] = round(1000 * worker_s / len(docs), 2)

@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.gpu.clients import SHAPES, VARIANT_SHAPES, Load, key, one_at_a_time, sweep
-from bench.gpu.measure import triton_stats
 from bench.gpu.model import DEFAULT, PARAM, Variant, build_checkpoint, publish_variant
 from bench.gpu.references import hf_fp16_eager, old_runtime
 from bench.gpu.report import against_references, serve_table, serve_targets, show_serve, tree_note
@@ -91,27 +90,17 @@ def serve_variant(
     load: Load, url: str, name: str, default: bool, args: argparse.Namespace
 ) -> dict[str, Any]:
     """Each shape of one served variant: the default gets every shape one at a time and the
-    full sweep; another, one at a time for single rows and a short sweep for the rest."""
+    full sweep (every level at multi-row shapes: the batches grow late); another, one at a
+    time for single rows and a short sweep, stopped early, for the rest."""
     served: dict[str, Any] = {}
     for shape in SHAPES if default else VARIANT_SHAPES:
-        entry: dict[str, Any] = {
-            "one_at_a_time": one_at_a_time(url, name, shape, args.requests)
-            if default or shape[0] == 1
-            else None,
-            "sweep": [],
-        }
-        if default or shape[0] > 1:
-            # multi-row shapes of the default: every level (the batches grow late)
-            entry["sweep"] = sweep(
-                load,
-                url,
-                name,
-                shape,
-                IN_FLIGHT if default else VARIANT_IN_FLIGHT,
-                args.warm,
-                args.seconds,
-                early_stop=not default or shape[0] == 1,
-            )
+        single = shape[0] == 1
+        timed = one_at_a_time(url, name, shape, args.requests) if default or single else None
+        entry: dict[str, Any] = {"one_at_a_time": timed, "sweep": []}
+        if default or not single:
+            levels = IN_FLIGHT if default else VARIANT_IN_FLIGHT
+            early = not default or single
+            entry["sweep"] = sweep(load, url, name, shape, levels, args.warm, args.seconds, early)
         served[key(shape)] = entry
         print(f"{name} {shape}: {entry['one_at_a_time']}"[:200], flush=True)
     return served
@@ -136,12 +125,7 @@ def main() -> None:
         "variants": [
             {"name": v.name, "label": v.label, "overrides": v.overrides} for v in variants
         ],
-        "settings": {
-            "seconds": args.seconds,
-            "warm": args.warm,
-            "requests": args.requests,
-            "processes": args.processes,
-        },
+        "settings": {k: getattr(args, k) for k in ("seconds", "warm", "requests", "processes")},
     }
     t = time.perf_counter()
     result["model"] = build_checkpoint(work / "checkpoint", args.tiny, device)
@@ -180,9 +164,7 @@ def main() -> None:
             print(f"tritonserver ready in {result['server_ready_s']} s", flush=True)
             result["served"] = {}
             for i, v in enumerate(variants):
-                served = serve_variant(load, url, v.name, i == 0, args)
-                result["served"][v.name] = served
-                result.setdefault("batch_sizes", {})[v.name] = triton_stats(url, v.name)["rows"]
+                result["served"][v.name] = serve_variant(load, url, v.name, i == 0, args)
     finally:
         load.close()
         shutil.rmtree(work, ignore_errors=True)
