@@ -44,7 +44,8 @@ def render(doc: Layout, form: Form) -> bytes:
     if form.name == "docx":
         return to_docx(doc)
     if form.name == "scan":
-        return encode(scan(to_pdf(doc), doc.id, form.dpi), form.image, form.dpi, form.bilevel)
+        pages = scan(to_pdf(doc), doc.id, form.dpi)
+        return encode(pages, form.image, form.dpi, form.bilevel, title=doc.id)
     raise ValueError(f"unknown form {form.name!r}")
 
 
