@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import eval_forms
-from bench.eval_forms import FORMS, Item, frozen, items, pool_map, render, sha256, unseen
+from bench.eval_forms import FORMS, Item, frozen, items, render, sha256, unseen
 from bench.report import console, table
+from corpus.render.files import pool_map
 from docq.config import REPO_ROOT, Settings
 from docq.errors import ExtractionFailed
 from docq.extract import Limits, extract, sniff

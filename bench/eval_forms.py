@@ -20,15 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
 
 from corpus.render import files
 from corpus.render.blocks import Block, Heading, Layout, Paragraph
-from corpus.render.files import EXTENSIONS, Form, scan_form
+from corpus.render.files import EXTENSIONS, Form, pool_map, scan_form
 from corpus.render.layouts import generate
 from corpus.render.text import to_text
 from docq.config import REPO_ROOT
@@ -39,7 +36,6 @@ FORMS = ("text", "pdf", "docx", "scan")  # text: the blind set's frozen file its
 SCAN_IMAGES = ("png", "jpeg", "tiff", "pdf")
 DPI = 300
 HEADING_MAX_CHARS = 60
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -126,14 +122,6 @@ def frozen() -> dict[str, str]:
         return {}
     pairs = (line.split(maxsplit=1) for line in HASHES.read_text().splitlines() if line.strip())
     return {name.strip(): digest for digest, name in pairs}
-
-
-def pool_map(fn: Callable[..., T], jobs: list[tuple[Any, ...]], processes: int) -> list[T]:
-    """`fn` over `jobs` in order, in `processes` processes where more than one."""
-    if processes <= 1:
-        return [fn(*job) for job in jobs]
-    with ProcessPoolExecutor(processes) as pool:
-        return list(pool.map(fn, *zip(*jobs, strict=True), chunksize=2))
 
 
 def _write(out: Path, item: Item, form: str) -> tuple[str, str]:
