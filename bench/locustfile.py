@@ -37,6 +37,7 @@ from typing import Any
 
 from locust import HttpUser, between, events, task
 from locust.env import Environment
+from locust.stats import CSV_STATS_INTERVAL_SEC
 
 TENANTS = ("load-a", "load-b")
 SMALL_JOB = 8  # documents: at most DOCQ_SMALL_JOB_MAX_DOCUMENTS, so the small-job lane
@@ -76,6 +77,9 @@ def _stop(environment: Environment, **_: Any) -> None:
     tenants = _tenants()
     for key_id in _made:
         tenants.revoke_key(key_id)
+    # Locust rewrites its CSV every CSV_STATS_INTERVAL_SEC, and not again at exit: waiting
+    # that long here, every user stopped, lets it write the run's final counts.
+    time.sleep(CSV_STATS_INTERVAL_SEC + 0.5)
 
 
 class Client(HttpUser):
