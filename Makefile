@@ -120,11 +120,11 @@ bench: install system model
 	$(BIN)/python -m bench.pipeline $(BENCH_ARGS)
 
 # Issue 11's load run against a running `make up` (another terminal): Locust, 100 users of
-# two tenants for 3 minutes; the API's p50/p99 per endpoint and the failures in
-# bench/results/load.json (LOAD_ARGS="-u 5 -t 20s --out /tmp/load.json" rehearses it)
+# two tenants for 3 minutes; Locust's own statistics, each endpoint's p50/p99 and failures,
+# in bench/results/load_stats.csv (LOAD_ARGS="-u 5 -t 20s --csv /tmp/load" rehearses it)
 load: install
 	$(BIN)/python -m locust -f bench/locustfile.py --headless --only-summary -u 100 -r 10 \
-		-t 3m --host http://127.0.0.1:8080 --stop-timeout 10 $(LOAD_ARGS)
+		-t 3m --host http://127.0.0.1:8080 --stop-timeout 10 --csv bench/results/load $(LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) build model_repository/*/[0-9]*/

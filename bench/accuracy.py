@@ -31,11 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from bench import eval_forms
-from bench.eval_forms import FORMS, Item, frozen, items, pool_map, render, sha256, unseen
+from bench.eval_forms import FORMS, Item, frozen, items, render, sha256, unseen
+from bench.report import console, table
+from corpus.render.files import pool_map
 from docq.config import REPO_ROOT, Settings
 from docq.errors import ExtractionFailed
 from docq.extract import Limits, extract, sniff
@@ -89,7 +88,7 @@ def classifier(repository: Path, model: str, threads: int = 2) -> tuple[Any, lis
     """(classify(texts) -> labels, labels) for the published model, as the workers run it."""
     from bench.corpus import repository_spec
     from conversion.evaluate import classify
-    from conversion.parity import onnx_runner
+    from conversion.runners import onnx_runner
     from docq.text.aggregation import Aggregation
     from docq.text.tokenizing import load_tokenizer, window_spec
     from docq.text.tokens import windows_of
@@ -164,27 +163,28 @@ def walkthrough(labels_of: Any, labels: list[str], limits: Limits) -> dict[str, 
     return score(reads, labels_of([r["text"] for r in reads]), labels, None)
 
 
-def print_tables(report: dict[str, Any], console: Console) -> None:
+def print_tables(report: dict[str, Any]) -> None:
     """Accuracy per form (and of the walk-through's files) against its target and per label."""
     labels = report["labels"]
-    title = f"{report['model']} on the {report['set']} set ({report['documents']} documents)"
-    table = Table(title=title)
-    for column in ("form", "accuracy", "target", "met", "failed", "frozen", "s/doc", *labels):
-        table.add_column(column[:8], justify="left" if column == "form" else "right")
+    columns = ("form", "accuracy", "target", "met", "failed", "frozen", "s/doc", *labels)
     rows = {**report["forms"], **({"samples/files": w} if (w := report.get("walkthrough")) else {})}
-    for name, r in rows.items():
-        target, same = r["target"], r["bytes_match_forms_sha256"]
-        table.add_row(
-            name,
-            f"{r['accuracy']:.3f}",
-            "-" if target is None else f">= {target}",
-            "-" if target is None else "yes" if r["accuracy"] >= target else "NO",
-            str(r["extraction_failed"]),
-            "-" if same is None else f"{same}/{r['n']}",
-            f"{r['extract_seconds_mean']:.2f}",
-            *(f"{r['per_label'][label]:.2f}" for label in labels),
-        )
-    console.print(table)
+    table(
+        f"{report['model']} on the {report['set']} set ({report['documents']} documents)",
+        [column[:8] for column in columns],
+        [
+            [
+                name,
+                f"{r['accuracy']:.3f}",
+                "-" if r["target"] is None else f">= {r['target']}",
+                "-" if r["target"] is None else "yes" if r["accuracy"] >= r["target"] else "NO",
+                r["extraction_failed"],
+                "-" if (same := r["bytes_match_forms_sha256"]) is None else f"{same}/{r['n']}",
+                f"{r['extract_seconds_mean']:.2f}",
+                *(f"{r['per_label'][label]:.2f}" for label in labels),
+            ]
+            for name, r in rows.items()
+        ],
+    )
 
 
 def _documents(args: argparse.Namespace) -> list[Item]:
@@ -202,7 +202,7 @@ def _run(command: list[str]) -> str | None:
     return next(iter((out.stdout or out.stderr).splitlines()), None)
 
 
-def measure(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Read every document in every form, classify, score."""
     chosen = _documents(args)
     reads = read_all(chosen, args.forms, args.processes)
@@ -259,7 +259,6 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown forms {sorted(unknown)}; choose from {FORMS}")
     if args.set == "unseen" and args.model != "doc-type":
         parser.error("the unseen templates are doc-type's documents")
-    console = Console()
     if args.render:
         digests = eval_forms.render_all(args.render, args.processes)
         wrong = [name for name, digest in frozen().items() if digests.get(name) != digest]
@@ -268,8 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(1 if wrong else 0)
     if args.out is None:
         parser.error("--out is required (or --render)")
-    report = measure(args, console)
-    print_tables(report, console)
+    report = measure(args)
+    print_tables(report)
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     console.print(f"raw JSON: {args.out}")
 

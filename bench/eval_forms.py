@@ -11,31 +11,22 @@ take PNG, JPEG, TIFF and an image-only PDF in turn (set order); PNG and JPEG kee
 one, as a photo of page one does.
 
 The blind set's renderings are not committed (about 2 GB); their sha256 are, in
-samples/eval/forms.sha256 (`python -m bench.accuracy --render DIR` writes and checks them).
-What corpus.render leaves to the clock is fixed here: the DOCX's zip entry dates, and the
-dates Pillow writes into an image-only PDF.
+samples/eval/forms.sha256 (`python -m bench.accuracy --render DIR` writes and checks them):
+corpus.render leaves nothing to the clock.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import io
 import json
 import re
-import zipfile
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
 
+from corpus.render import files
 from corpus.render.blocks import Block, Heading, Layout, Paragraph
-from corpus.render.docx import to_docx
-from corpus.render.files import EXTENSIONS
+from corpus.render.files import EXTENSIONS, Form, pool_map, scan_form
 from corpus.render.layouts import generate
-from corpus.render.pdf import to_pdf
-from corpus.render.scan import encode, scan
 from corpus.render.text import to_text
 from docq.config import REPO_ROOT
 
@@ -44,11 +35,7 @@ HASHES = EVAL / "forms.sha256"
 FORMS = ("text", "pdf", "docx", "scan")  # text: the blind set's frozen file itself
 SCAN_IMAGES = ("png", "jpeg", "tiff", "pdf")
 DPI = 300
-# What the renderers would otherwise take from the clock: one date, the set's.
-FIXED_DATE = dt.datetime(2026, 12, 5, tzinfo=dt.UTC)
-ZIP_DATE = (2026, 12, 5, 0, 0, 0)
 HEADING_MAX_CHARS = 60
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -114,46 +101,15 @@ def layout_of(item: Item) -> Layout:
     return Layout(item.id, item.label, "blind", tuple(blocks))
 
 
-def _fixed_zip(data: bytes) -> bytes:
-    """The same zip with every entry dated ZIP_DATE (python-docx dates them now)."""
-    out = io.BytesIO()
-    with (
-        zipfile.ZipFile(io.BytesIO(data)) as source,
-        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
-    ):
-        for info in source.infolist():
-            fixed = zipfile.ZipInfo(info.filename, date_time=ZIP_DATE)
-            fixed.compress_type = zipfile.ZIP_DEFLATED
-            fixed.external_attr = 0o644 << 16
-            target.writestr(fixed, source.read(info))
-    return out.getvalue()
-
-
-def _scanned(doc: Layout, image: str) -> bytes:
-    pages = scan(to_pdf(doc), doc.id, DPI)
-    if image != "pdf":
-        return encode(pages, image, DPI)
-    # corpus.render.scan.encode's PDF, with the dates Pillow would take from the clock fixed.
-    out = io.BytesIO()
-    stamp = FIXED_DATE.timetuple()
-    pages[0].save(out, "PDF", resolution=float(DPI), save_all=True, append_images=pages[1:],
-                  title=doc.id, creationDate=stamp, modDate=stamp)  # fmt: skip
-    return out.getvalue()
-
-
 def render(item: Item, form: str) -> bytes:
     """The bytes of `item` in `form` (the same bytes on every run)."""
     if form == "text":
         # The blind file's own bytes, as its author saved them.
         return item.text().encode() if item.generated else (EVAL / item.file).read_bytes()
-    doc = layout_of(item)
-    if form == "pdf":
-        return to_pdf(doc)
-    if form == "docx":
-        return _fixed_zip(to_docx(doc))
-    if form == "scan":
-        return _scanned(doc, item.scan_image)
-    raise ValueError(f"unknown form {form!r}; choose from {FORMS}")
+    if form not in FORMS:
+        raise ValueError(f"unknown form {form!r}; choose from {FORMS}")
+    drawn = scan_form(item.scan_image, DPI) if form == "scan" else Form(form, form)
+    return files.render(layout_of(item), drawn)
 
 
 def sha256(data: bytes) -> str:
@@ -166,14 +122,6 @@ def frozen() -> dict[str, str]:
         return {}
     pairs = (line.split(maxsplit=1) for line in HASHES.read_text().splitlines() if line.strip())
     return {name.strip(): digest for digest, name in pairs}
-
-
-def pool_map(fn: Callable[..., T], jobs: list[tuple[Any, ...]], processes: int) -> list[T]:
-    """`fn` over `jobs` in order, in `processes` processes where more than one."""
-    if processes <= 1:
-        return [fn(*job) for job in jobs]
-    with ProcessPoolExecutor(processes) as pool:
-        return list(pool.map(fn, *zip(*jobs, strict=True), chunksize=2))
 
 
 def _write(out: Path, item: Item, form: str) -> tuple[str, str]:

@@ -1,9 +1,10 @@
 """`make load`, the load run of issue 11: Locust headless against a running docq (`make up`),
-two tenants uploading, polling and reading results; writes the API's p50/p99 per endpoint,
-the JOB entries and the failure count as JSON (`--out`, bench/results/load.json).
+two tenants uploading, polling and reading results. Locust writes its own statistics: the
+summary table, and with `--csv` (`make load` gives bench/results/load) each endpoint's and
+each JOB entry's count, failures and percentiles in `load_stats.csv`.
 
     make load                                                # 100 users, 3 minutes
-    make load LOAD_ARGS="-u 5 -t 20s --out /tmp/load.json"   # a rehearsal
+    make load LOAD_ARGS="-u 5 -t 20s --csv /tmp/load"        # a rehearsal
 
 Two tenants, TENANTS: users take them in turn, so half the users are each tenant's. Their
 keys are made when the test starts, through docq.store.tenants in the Redis of the settings
@@ -18,9 +19,9 @@ JOB entry per tenant and size with the time from upload to the last result. A jo
 running when the test ends is not counted; an answer other than the expected one is a
 failure, except a 429 on upload: the API's backpressure (max_parsing_uploads, the tenant
 limits) asks the client to come back after Retry-After, which it does (up to
-UPLOAD_ATTEMPTS times), and each is counted apart as a REFUSED entry. The JSON's
-percentiles are Locust's own, as its CSV writes them (two significant digits); Locust exits
-1 when any request or job failed, so a script can gate on it.
+UPLOAD_ATTEMPTS times), and each is counted apart as a REFUSED entry. The API's requests
+are the entries of the other types (the README's count sums them). Locust exits 1 when
+any request or job failed, so a script can gate on it.
 
 Locust imports this file with bench/ first on sys.path, where bench/corpus.py hides the
 `corpus` package: docq's modules are imported once the test starts, not at the top. Like
@@ -30,31 +31,24 @@ the rest of bench/, this file is not part of docq.
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import platform
 import random
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from locust import HttpUser, between, events, task
 from locust.env import Environment
-from locust.stats import RequestStats, StatsEntry
+from locust.stats import CSV_STATS_INTERVAL_SEC
 
 TENANTS = ("load-a", "load-b")
 SMALL_JOB = 8  # documents: at most DOCQ_SMALL_JOB_MAX_DOCUMENTS, so the small-job lane
 BULK_JOB = 50  # documents: the tenant's bulk lane
 POLL_S = 1.0
 UPLOAD_ATTEMPTS = 10  # a 429 (the API's upload or tenant limits) is retried this often
-OUT = Path(__file__).resolve().parent / "results" / "load.json"
 
 CORPUS: list[dict[str, str]] = []  # 500 documents, written when the test starts
 _keys: dict[str, str] = {}  # tenant -> API key
 _made: list[str] = []  # ids of the keys made, revoked at the end
 _turn = itertools.count()
-_started: list[datetime] = []
 
 
 def _tenants() -> Any:
@@ -66,49 +60,10 @@ def _tenants() -> Any:
     return Tenants(connection.connect(s.redis_url), secret=s.api_key_secret)
 
 
-def _entry(e: StatsEntry) -> dict[str, Any]:
-    """One entry of Locust's statistics, its percentiles as Locust's CSV writes them."""
-
-    def ms(q: float) -> float | None:
-        return float(int(e.get_response_time_percentile(q) or 0)) if e.num_requests else None
-
-    return {
-        "requests": e.num_requests,
-        "failures": e.num_failures,
-        "p50_ms": ms(0.5),
-        "p99_ms": ms(0.99),
-        "max_ms": e.max_response_time if e.num_requests else None,
-        "requests_per_s": e.total_rps,
-    }
-
-
-def summarize(stats: RequestStats) -> dict[str, Any]:
-    """Locust's statistics as {"endpoints", "jobs", "requests", "failures", ...}: the API's
-    endpoints apart from the JOB entries (upload to last result, not one request) and the
-    count of 429s the clients obeyed (their answers are in POST /v1/jobs too)."""
-    entries = sorted(stats.entries.items())
-    api = {f"{m} {n}": _entry(e) for (n, m), e in entries if m not in ("JOB", "REFUSED")}
-    jobs = {n: _entry(e) for (n, m), e in entries if m == "JOB"}
-    return {
-        "endpoints": api,
-        "jobs": jobs,
-        "requests": sum(e["requests"] for e in api.values()),
-        "failures": sum(e["failures"] for e in api.values()),
-        "job_failures": sum(e["failures"] for e in jobs.values()),
-        "uploads_refused_429": sum(e.num_requests for (_, m), e in entries if m == "REFUSED"),
-    }
-
-
-@events.init_command_line_parser.add_listener
-def _options(parser: Any) -> None:
-    parser.add_argument("--out", type=Path, default=OUT, help="the run's JSON summary")
-
-
 @events.test_start.add_listener
 def _start(environment: Environment, **_: Any) -> None:
     from corpus.doc_type import generate
 
-    _started.append(datetime.now(UTC))
     CORPUS.extend({"id": d.id, "text": d.text} for d in generate(500, seed=4321))
     tenants = _tenants()
     for tenant in TENANTS:
@@ -122,23 +77,9 @@ def _stop(environment: Environment, **_: Any) -> None:
     tenants = _tenants()
     for key_id in _made:
         tenants.revoke_key(key_id)
-    options = environment.parsed_options
-    if options is None:  # Locust as a library, no run of `make load`
-        return
-    report = {
-        "what": "Locust against `make up`: two tenants uploading, polling and reading results "
-        "(bench/locustfile.py)",
-        "started_at": _started[0].isoformat(timespec="seconds"),
-        "host": environment.host,
-        "users": options.num_users,
-        "spawn_rate": options.spawn_rate,
-        "run_time_s": options.run_time,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        **summarize(environment.stats),
-    }
-    options.out.parent.mkdir(parents=True, exist_ok=True)
-    options.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"written to {options.out}")
+    # Locust rewrites its CSV every CSV_STATS_INTERVAL_SEC, and not again at exit: waiting
+    # that long here, every user stopped, lets it write the run's final counts.
+    time.sleep(CSV_STATS_INTERVAL_SEC + 0.5)
 
 
 class Client(HttpUser):

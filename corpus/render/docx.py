@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import zipfile
 
 import docx
 from docx.document import Document
@@ -25,8 +26,11 @@ from corpus.render.blocks import (
     Totals,
 )
 
-# A fixed core-properties date: the same layout gives the same document.
+# Fixed dates, so that the same layout gives the same bytes: the core properties', and the
+# zip entries' (python-docx dates them now), the day the blind set's renderings were frozen
+# (samples/eval/forms.sha256).
 CREATED = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+ZIP_DATE = (2026, 12, 5, 0, 0, 0)
 
 
 def _table(document: Document, rows: list[tuple[str, ...]], ruled: bool = True) -> None:
@@ -85,6 +89,21 @@ def to_docx(doc: Layout) -> bytes:
         _add(document, block)
     footer = document.sections[0].footer.paragraphs[0]
     footer.text = "\n".join(doc.footer)
+    saved = io.BytesIO()
+    document.save(saved)
+    return _dated(saved.getvalue())
+
+
+def _dated(data: bytes) -> bytes:
+    """The same zip with every entry dated ZIP_DATE."""
     out = io.BytesIO()
-    document.save(out)
+    with (
+        zipfile.ZipFile(io.BytesIO(data)) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for info in source.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=ZIP_DATE)
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            fixed.external_attr = 0o644 << 16
+            target.writestr(fixed, source.read(info))
     return out.getvalue()

@@ -7,9 +7,11 @@ Each written folder has `labels.json`, `{file name: label}`, beside the files.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from corpus.render.blocks import Layout
 from corpus.render.docx import to_docx
@@ -20,6 +22,7 @@ from corpus.render.text import to_html, to_text
 
 SAMPLES_SEED = 21
 EXTENSIONS = {"png": "png", "jpeg": "jpg", "tiff": "tiff", "pdf": "pdf"}
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ def render(doc: Layout, form: Form) -> bytes:
     if form.name == "docx":
         return to_docx(doc)
     if form.name == "scan":
-        return encode(scan(to_pdf(doc), doc.id, form.dpi), form.image, form.dpi, form.bilevel)
+        pages = scan(to_pdf(doc), doc.id, form.dpi)
+        return encode(pages, form.image, form.dpi, form.bilevel, title=doc.id)
     raise ValueError(f"unknown form {form.name!r}")
 
 
@@ -68,6 +72,14 @@ SAMPLES: tuple[tuple[str, str, Form], ...] = (
 )
 
 
+def pool_map(fn: Callable[..., T], jobs: list[tuple[Any, ...]], processes: int) -> list[T]:
+    """`fn` over `jobs` in order, in `processes` processes where more than one."""
+    if processes <= 1:
+        return [fn(*job) for job in jobs]
+    with ProcessPoolExecutor(processes) as pool:
+        return list(pool.map(fn, *zip(*jobs, strict=True), chunksize=2))
+
+
 def _write_one(out: Path, stem: str, doc: Layout, form: Form) -> tuple[str, str]:
     name = f"{stem}.{form.extension}"
     (out / name).write_bytes(render(doc, form))
@@ -78,12 +90,7 @@ def write(out: Path, named: list[tuple[str, Layout, Form]], processes: int = 1) 
     """Write each document as `<stem>.<extension>` and `labels.json`; return the labels.
     `processes` > 1 renders in that many processes (a 300 dpi page takes about a second)."""
     out.mkdir(parents=True, exist_ok=True)
-    if processes > 1:
-        with ProcessPoolExecutor(processes) as pool:
-            done = list(pool.map(_write_one, *zip(*[(out, *x) for x in named], strict=True)))
-    else:
-        done = [_write_one(out, *x) for x in named]
-    labels = dict(done)
+    labels = dict(pool_map(_write_one, [(out, *x) for x in named], processes))
     (out / "labels.json").write_text(json.dumps(labels, indent=2) + "\n", encoding="utf-8")
     return labels
 

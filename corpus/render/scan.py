@@ -8,6 +8,7 @@ text must be read back by OCR. Everything a page suffers follows from a seed.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import random
@@ -18,6 +19,9 @@ import pypdfium2 as pdfium
 from PIL import Image, ImageFilter
 
 FORMATS = ("png", "jpeg", "tiff", "pdf")
+# The creation and modification dates of an image-only PDF, which Pillow would take from
+# the clock: the day the blind set's renderings were frozen (samples/eval/forms.sha256).
+PDF_DATE = dt.datetime(2026, 12, 5, tzinfo=dt.UTC).timetuple()
 
 
 @dataclass(frozen=True)
@@ -87,9 +91,12 @@ def scan(pdf: bytes, seed: str, dpi: int = 300) -> list[Image.Image]:
     ]
 
 
-def encode(pages: list[Image.Image], fmt: str, dpi: int, bilevel: bool = False) -> bytes:
+def encode(
+    pages: list[Image.Image], fmt: str, dpi: int, bilevel: bool = False, title: str = ""
+) -> bytes:
     """Scanned pages as a file of `fmt` (FORMATS); `bilevel` thresholds them to black and
-    white first, as fax-mode and document scanners do (small files, harder OCR)."""
+    white first, as fax-mode and document scanners do (small files, harder OCR); `title`
+    is a PDF's."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
     if bilevel:
@@ -108,5 +115,6 @@ def encode(pages: list[Image.Image], fmt: str, dpi: int, bilevel: bool = False) 
                    compression=compression)  # fmt: skip
     else:
         # Pillow writes each page as one image (JPEG-coded when greyscale): no text layer.
-        first.save(out, "PDF", resolution=float(dpi), save_all=True, append_images=rest)
+        first.save(out, "PDF", resolution=float(dpi), save_all=True, append_images=rest,
+                   title=title, creationDate=PDF_DATE, modDate=PDF_DATE)  # fmt: skip
     return out.getvalue()

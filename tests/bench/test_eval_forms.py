@@ -14,6 +14,7 @@ import pytest
 from bench import eval_forms
 from bench.eval_forms import Item, items, layout_of, render, sha256, unseen
 from corpus.render.blocks import Heading, Paragraph
+from corpus.render.docx import ZIP_DATE
 from corpus.render.text import to_text
 
 
@@ -65,7 +66,7 @@ def test_layout_keeps_the_authors_lines_in_order() -> None:
 def test_docx_zip_entries_carry_the_fixed_date_not_the_clock() -> None:
     data = render(items()[1], "docx")
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        assert {m.date_time for m in archive.infolist()} == {eval_forms.ZIP_DATE}
+        assert {m.date_time for m in archive.infolist()} == {ZIP_DATE}
     text = "\n".join(p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
     assert "Vielen Dank für Ihren Einkauf!" in text
 
@@ -83,8 +84,8 @@ def test_pdf_and_docx_renderings_are_the_frozen_bytes(form: str) -> None:
 
 
 # A 300 dpi page is rasterised, damaged and encoded: seconds each on a quiet core, more on a
-# shared one. One scan in each file format, the image-only PDF (whose dates are fixed here)
-# among them.
+# shared one. One scan in each file format, the image-only PDF (whose dates corpus.render
+# fixes) among them.
 SCANNED = (198, 207, 216, 225)
 
 
