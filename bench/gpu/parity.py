@@ -40,7 +40,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from bench.gpu.gate import REFERENCE_BATCH, SEED, N, gate_model, mark
 from devstack.carry.parts import dedupe, join, keep, split, undedupe
@@ -130,33 +129,6 @@ def restore(name: str, work: Path, fill: str = "nan") -> Path:
     return out
 
 
-def publish(
-    repo: Path, name: str, checkpoint: Path, on_gpu: bool, overrides: dict[str, Any] | None = None
-) -> None:
-    """`repo/NAME/1/` as `docq convert --runtime torch-gpu` lays it out (without its ONNX
-    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt;
-    `overrides` are Target fields (a variant: precision=fp8, gelu=tanh, engine=hf)."""
-    from tritonclient.grpc import model_config_pb2 as mc
-
-    from conversion import convert, pbtxt
-    from serving import runtimes
-
-    labels = json.loads((checkpoint / "config.json").read_text())["id2label"]
-    # the converter's defaults (conversion/defaults.py), as `docq convert` publishes
-    target = convert.Target(name, "torch-gpu", max_seq_len=512, **(overrides or {}))
-    version = repo / name / "1"
-    version.mkdir(parents=True)
-    for path in checkpoint.iterdir():
-        os.link(path, version / path.name)
-    runtimes.install("torch_gpu", version)
-    config = pbtxt.build(target.classifier_config(len(labels)))
-    if not on_gpu:  # a CPU rehearsal: the same runtime file, an instance of kind CPU
-        config.instance_group[0].kind = mc.ModelInstanceGroup.KIND_CPU
-    pbtxt.write(config, repo / name / "config.pbtxt")
-    names = [labels[str(i)] for i in range(len(labels))]
-    (repo / name / "labels.txt").write_text("".join(f"{x}\n" for x in names), encoding="utf-8")
-
-
 class Run(argparse.Namespace):
     out: Path
     n: int
@@ -186,7 +158,7 @@ def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out
 def run_gpu(run: Run, work: Path) -> dict[str, int]:
     import torch
 
-    from bench.gpu.model import Variant
+    from bench.gpu.model import Variant, publish_variant
     from bench.gpu.report import tree_note
     from devstack.services import triton_server
 
@@ -195,9 +167,12 @@ def run_gpu(run: Run, work: Path) -> dict[str, int]:
     variants = [Variant.parse(v) for v in run.variant] or [Variant("fp16")]
     served = []
     for name, checkpoint in checkpoints.items():
-        for v in variants:
-            publish(repo, f"{name}-{v.name}", checkpoint, torch.cuda.is_available(), v.overrides)
+        ids = json.loads((checkpoint / "config.json").read_text())["id2label"]
+        labels = [ids[str(i)] for i in range(len(ids))]
+        for v in variants:  # laid out as `docq convert --runtime torch-gpu` lays it out
             served.append(f"{name}-{v.name}")
+            variant = Variant(served[-1], v.overrides)
+            publish_variant(repo, checkpoint, variant, torch.cuda.is_available(), labels)
     summary: dict = {"tree": tree_note(), "n": run.n, "batch_sizes": run.batch_sizes}
     summary["variants"] = {v.name: v.overrides for v in variants}
     summary["models"] = {name: {"runs": [], "skipped": []} for name in checkpoints}

@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import json_format
 from typer.testing import CliRunner
 
-from bench.gpu import parity, pipeline, serve
+from bench.gpu import pipeline, serve
 from bench.gpu.model import DEFAULT, LABELS, MAX_LEN, Variant, publish_variant
 from conversion import cli, pbtxt
 from conversion.convert import Target
@@ -62,7 +62,7 @@ def test_the_benches_convert_with_the_defaults_and_no_overrides(tmp_path: Path) 
     built = pbtxt.build(Target(DEFAULT, "torch-gpu", max_seq_len=MAX_LEN).classifier_config(
         len(LABELS)))  # fmt: skip
     assert json_format.MessageToDict(served) == json_format.MessageToDict(built)
-    parity.publish(tmp_path / "gate", "m", checkpoint, on_gpu=True)
+    publish_variant(tmp_path / "gate", checkpoint, Variant("m", {}), True, ["a", "b"])  # the gate's
     gated = pbtxt.read(tmp_path / "gate" / "m" / "config.pbtxt")
     assert json_format.MessageToDict(gated) == json_format.MessageToDict(
         pbtxt.build(Target("m", "torch-gpu", max_seq_len=512).classifier_config(2))
