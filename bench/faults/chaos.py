@@ -140,10 +140,16 @@ class Stack(Supervisor):
 
 
 def kill_at_random(
-    processes: Stack, seed: int, until: float, faults: list[dict[str, Any]], done: Callable[[], int]
+    processes: Stack,
+    client: Client,
+    jobs: list[str | None],
+    seed: int,
+    until: float,
+    faults: list[dict[str, Any]],
 ) -> None:
     """The fault schedule: a seeded random process every 10-30 s, sometimes two, each
-    started again after 1-4 s; every kill appended to `faults`, with the documents `done`."""
+    started again after 1-4 s; every kill appended to `faults`, with the documents of
+    `jobs` done so far (as the client last saw them)."""
     rng = random.Random(seed)
     while True:
         wait = rng.uniform(10, 30)
@@ -157,8 +163,9 @@ def kill_at_random(
                 log.info("%s is still starting after its last kill: spared", name)
                 continue
             log.info("SIGKILL %s; its supervisor starts it again in %.1f s", name, delay)
+            done = sum(client.done.get(j or "", 0) for j in jobs)
             faults.append({"at": time.time(), "process": name, "restart_after_s": delay})
-            faults[-1]["done"] = done()
+            faults[-1]["done"] = done
             processes.kill(("local", name))
             processes.restart_later(name, delay)
 
@@ -185,9 +192,8 @@ def run(cfg: Config) -> dict[str, Any]:
 
             started = time.time()
             until = started + cfg.seconds
-            jobs: list[str | None] = []  # the documents done over them, as last seen:
-            done = lambda: sum(client.done.get(j or "", 0) for j in jobs)  # noqa: E731
-            args = (processes, cfg.seed, until, faults, done)
+            jobs: list[str | None] = []
+            args = (processes, client, jobs, cfg.seed, until, faults)
             chaos = threading.Thread(target=kill_at_random, args=args, daemon=True)
             chaos.start()
             jobs.append(client.upload("bulk", {"documents": docs, "webhook": hook}, until + 600))

@@ -39,10 +39,11 @@ RETRY = {409, 429, 500, 502, 503, 504}
 ATTEMPT_TIMEOUT_S = 30.0  # an answer later than this is a hang (the checker counts them)
 FINAL = {"succeeded", "failed", "cancelled"}
 CORPUS_SEED = 41
+DOCUMENTS = 120  # the corpus the fleet's jobs draw from
 PATIENCE_S = 120.0  # how long one upload is tried again before the client gives it up
 
 
-def corpus(n: int, seed: int = CORPUS_SEED) -> list[dict[str, str]]:
+def corpus(n: int = DOCUMENTS, seed: int = CORPUS_SEED) -> list[dict[str, str]]:
     """One-window documents (the first 300 characters): a run is CPU-sized."""
     return [{"id": d.id, "text": d.text[:300]} for d in generate(n, seed=seed)]
 
@@ -218,11 +219,10 @@ def uploads(
     run: str = "run",  # the prefix of the Idempotency-Keys
     seconds: float = 60,
     settle_s: float = 180,  # after the uploads: the wait for every job to be final
-    documents: int = 120,
     bulk_share: float = 0.1,  # of 48-document jobs
     seed: int = 0,
 ) -> None:
-    docs = corpus(documents)  # the same for every run: one reference
+    docs = corpus()  # the same for every run: one reference
     rng = random.Random(seed)
     client = Client(api, key, Path(out))
     with VerifyingReceiver(client.record).serve(address) as hook_url:
@@ -233,7 +233,7 @@ def uploads(
         threads: list[threading.Thread] = []
         while time.time() < started + seconds:
             size = 48 if rng.random() < bulk_share else rng.randint(2, 6)
-            body: dict[str, Any] = {"documents": rng.sample(docs, min(size, len(docs)))}
+            body: dict[str, Any] = {"documents": rng.sample(docs, size)}
             if rng.random() < 0.75:
                 body["webhook"] = hook
             args = (f"{run}-{len(threads)}", body, give_up_at)

@@ -23,7 +23,6 @@ from devstack.fleet.nemesis import CLIENT, Isolate, LoseHost, Nemesis, catalogue
 from devstack.stack import REPO
 
 log = logging.getLogger("fleet")
-DOCUMENTS = 120  # the corpus a run's jobs draw from
 
 
 @dataclass(frozen=True)
@@ -35,12 +34,12 @@ class Step:
     wait_s: float = 10.0
 
 
-def reference(fleet: Fleet, out: Path, documents: int = DOCUMENTS) -> dict[str, str]:
+def reference(fleet: Fleet, out: Path) -> dict[str, str]:
     """The labels of a fault-free run of the runs' documents (client.CORPUS_SEED's), uploaded
     from the controller: no fault holds, so where the client stands does not matter."""
     client = Client(fleet.layout.api_url, fleet.api_key("fleet-reference"), out)
     try:
-        return fault_free_labels(client, {"documents": corpus(documents)}, 300)
+        return fault_free_labels(client, {"documents": corpus()}, 300)
     finally:
         client.http.close()
 
@@ -51,7 +50,6 @@ def run(
     out: Path,
     *,
     seed: int = 0,
-    documents: int = DOCUMENTS,
     tail_s: float = 30.0,
     client: dict[str, Any] | None = None,
     expected: dict[str, str] | None = None,
@@ -61,13 +59,13 @@ def run(
     `expected`: the fault-free labels, when a reference run (`reference`) already made them."""
     out.mkdir(parents=True, exist_ok=True)
     if expected is None:
-        expected = reference(fleet, out / "reference", documents)
+        expected = reference(fleet, out / "reference")
     seconds = sum(s.wait_s + s.hold_s for s in steps) + tail_s
     key = fleet.api_key(f"fleet-{seed}")
     started = time.time()
     config: dict[str, Any] = dict(api=fleet.layout.api_url, key=key, out=str(out), seed=seed)
     config.update(address=fleet.layout.address(CLIENT), run=f"run{seed}-{int(started)}")
-    config.update(seconds=seconds, documents=documents, **(client or {}))
+    config.update(seconds=seconds, **(client or {}))
     argv = ["ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m"]
     with (out / "client.log").open("ab") as log_file:  # the client inside its host
         proc = subprocess.Popen(
