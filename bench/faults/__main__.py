@@ -39,7 +39,7 @@ def rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
         ("webhook events delivered", hooks["jobs"]),
         (
             "events missing / conflicting / twice",
-            [len(hooks[k]) for k in ("missing", "conflicting", "twice")],
+            " / ".join(str(len(hooks[k])) for k in ("missing", "conflicting", "twice")),
         ),
         ("uploads that hung", report["hangs"]),
         ("answers", report["answers"]),
@@ -67,7 +67,11 @@ def rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.faults",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("scale", choices=("chaos", "fleet"))
     p.add_argument("--seconds", type=float, default=300, help="faults for this long")
     p.add_argument("--seed", type=int, default=0, help="fixes the faults and the uploads")

@@ -222,6 +222,7 @@ def uploads(
     bulk_share: float = 0.1,  # of 48-document jobs
     seed: int = 0,
 ) -> None:
+    """The fleet's client: a job every 2 s for `seconds`, then every job settled."""
     docs = corpus()  # the same for every run: one reference
     rng = random.Random(seed)
     client = Client(api, key, Path(out))
