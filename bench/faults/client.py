@@ -250,4 +250,6 @@ def uploads(
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or not sys.argv[1].startswith("{"):  # --help, or no CONFIG
+        sys.exit(__doc__)
     uploads(**json.loads(sys.argv[1]))
