@@ -1,5 +1,5 @@
 """The fault runs, at two scales: a client uploading throughout while faults are applied in
-a seeded random order, then the checker's report (check.py) as JSON (--out) and a table.
+a seeded random order, then the checker's report (check.py) as a table, and as JSON (--out).
 
     python -m bench.faults chaos --seconds 300 --documents 10000 --seed 1
         one host (chaos.py): a random process SIGKILLed every 10-30 s under one big job,
@@ -14,7 +14,6 @@ The chaos run also writes its fault timeline to the same name in `.log`.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
@@ -22,29 +21,32 @@ from pathlib import Path
 from typing import Any
 
 from bench.faults import chaos, fleet
+from bench.report import table, write_json
 from devstack.fleet import net
 from devstack.fleet.fleet import Fleet
 from devstack.fleet.hosts import Layout
 
-KINDS = ("missing", "conflicting", "twice")  # the webhook events' faults
 
-
-def table(report: dict[str, Any]) -> str:
+def rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
     """The figures a reader looks for first, one per row: the checker's, then the run's."""
-    webhooks = report["webhooks"]
+    hooks = report["webhooks"]
     rows = [
         ("uploads / accepted (202)", f"{report['uploads']} / {report['accepted']}"),
         ("documents acknowledged", report["documents"]),
         ("lost / duplicated / relabelled", "{lost} / {duplicated} / {relabelled}".format(**report)),
         ("documents failed", report["failed"]),
         ("jobs never final", len(report["not_final"])),
-        ("webhook events delivered", webhooks["jobs"]),
-        ("events missing / conflicting / twice", " / ".join(str(len(webhooks[k])) for k in KINDS)),
+        ("webhook events delivered", hooks["jobs"]),
+        (
+            "events missing / conflicting / twice",
+            " / ".join(str(len(hooks[k])) for k in ("missing", "conflicting", "twice")),
+        ),
         ("uploads that hung", report["hangs"]),
         ("answers", report["answers"]),
     ]
     if "crashes" not in report:  # the fleet's
-        rows += [
+        return [
+            *rows,
             ("faults", ", ".join(str(f["what"]) for f in report["faults"])),
             (
                 "first 202 after each heal (s)",
@@ -52,28 +54,29 @@ def table(report: dict[str, Any]) -> str:
             ),
             ("last job final after the last heal (s)", report["last_final_after_last_heal_s"]),
         ]
-    else:  # the chaos run's: the reference run is one of the jobs above
-        rows += [
-            ("faults (SIGKILL)", len(report["faults"])),
-            ("processes killed", ", ".join(sorted({f["process"] for f in report["faults"]}))),
-            ("exits by themselves (restarted)", len(report["crashes"])),
-            ("deliveries refused (503) on purpose", report["refused_503"]),
-            ("reference run: documents, s", tuple(report["reference"].values())),
-            ("last job done after the last fault (s)", report["recovered_s"]),
-            ("  of which the faults' cost, not work (s)", report["recovery_lag_s"]),
-        ]
-    width = max(len(name) for name, _ in rows)
-    lines = [f"{name:<{width}}  {value}" for name, value in rows]
-    return "\n".join([*lines, "", *(report["violations"] or ["all invariants held"])])
+    return [  # the chaos run's: the reference run is one of the jobs above
+        *rows,
+        ("faults (SIGKILL)", len(report["faults"])),
+        ("processes killed", ", ".join(sorted({f["process"] for f in report["faults"]}))),
+        ("exits by themselves (restarted)", len(report["crashes"])),
+        ("deliveries refused (503) on purpose", report["refused_503"]),
+        ("reference run: documents, s", tuple(report["reference"].values())),
+        ("last job done after the last fault (s)", report["recovered_s"]),
+        ("  of which the faults' cost, not work (s)", report["recovery_lag_s"]),
+    ]
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.faults",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("scale", choices=("chaos", "fleet"))
     p.add_argument("--seconds", type=float, default=300, help="faults for this long")
     p.add_argument("--seed", type=int, default=0, help="fixes the faults and the uploads")
     p.add_argument("--documents", type=int, default=5000, help="chaos: the big job's")
-    p.add_argument("--out", type=Path, help="the report as JSON (default: stdout only)")
+    p.add_argument("--out", type=Path, help="the report as JSON")
     args = p.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix=f"docq-{args.scale}-"))
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
@@ -84,8 +87,7 @@ def main(argv: list[str]) -> int:
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per poll otherwise
     if args.scale == "chaos":
-        cfg = chaos.Config(args.seconds, args.documents, args.seed, workdir)
-        report = chaos.run(cfg)
+        report = chaos.run(chaos.Config(args.seconds, args.documents, args.seed, workdir))
     else:
         # namespaces dqb-* on 10.77.1.0/24: apart from `python -m devstack.fleet`'s
         network = net.Network("dqb", "10.77.1")
@@ -102,8 +104,9 @@ def main(argv: list[str]) -> int:
     command = "python -m bench.faults " + " ".join(argv)
     report = {"command": command, "workdir": str(workdir), **report}
     if args.out:
-        args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print(table(report))
+        write_json(args.out, report)
+    table(command, ("measure", "value"), rows(report))
+    print("\n".join(report["violations"] or ["all invariants held"]))
     return 1 if report["violations"] else 0
 
 

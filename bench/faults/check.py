@@ -1,4 +1,4 @@
-"""The fleet run's checker: it believes only what the client saw (client.py's logs: every
+"""The fault runs' checker: it believes only what the client saw (client.py's logs: every
 upload attempt and its answer, every verified webhook delivery, every job's state and
 results as the API returned them), and the labels of a fault-free run of the same
 documents. Nothing docq counts about itself is read.
@@ -40,19 +40,12 @@ def check(
     `faults`: each {"name", "applied", "healed", "client_cut"} (times from time.time());
     `uploads_end`: when the client stopped starting uploads."""
     attempts = lines(out / "attempts.jsonl")
-    deliveries = lines(out / "deliveries.jsonl")
     jobs = lines(out / "jobs.jsonl")
-    accepted: dict[str, str] = {}  # job -> key
+    ok = [a for a in attempts if a.get("status") in (200, 202)]
+    accepted = {a["job"]: a for a in ok}  # job -> its accepted attempt
     key_jobs: dict[str, set[str]] = defaultdict(set)
-    size: dict[str, int] = {}
-    hooked: set[str] = set()
-    for a in attempts:
-        if a.get("status") in (200, 202):
-            accepted[a["job"]] = a["key"]
-            key_jobs[a["key"]].add(a["job"])
-            size[a["job"]] = a["documents"]
-            if a.get("webhook"):
-                hooked.add(a["job"])
+    for a in ok:
+        key_jobs[a["key"]].add(a["job"])
     final_seen = {j["job"]: j["final_seen"] for j in jobs if "final_seen" in j}
     results = {j["job"]: j for j in jobs if "key" in j}
     v: list[str] = []
@@ -60,7 +53,7 @@ def check(
         "uploads": len({a["key"] for a in attempts}),
         "attempts": len(attempts),
         "accepted": len(accepted),
-        "documents": sum(size.values()),
+        "documents": sum(a["documents"] for a in accepted.values()),
     }
     # Uploads never accepted: a final refusal, or still refused when the client's patience
     # ran out (with their answers, to find them in the API's log). Not a loss: reported.
@@ -68,67 +61,61 @@ def check(
     for a in attempts:
         answers[a["key"]].append(str(a.get("code") or a.get("status") or a.get("error")))
     report["refused"] = {k: v for k, v in answers.items() if k not in key_jobs}
-    two_jobs = sorted(k for k, js in key_jobs.items() if len(js) > 1)
-    if two_jobs:
+    if two_jobs := sorted(k for k, js in key_jobs.items() if len(js) > 1):
         v.append(f"Idempotency-Keys answered with two different jobs: {two_jobs}")
 
-    lost = duplicated = relabelled = failed = 0
-    for job in accepted:
+    counts = dict.fromkeys(("lost", "duplicated", "relabelled", "failed"), 0)
+    for job, a in accepted.items():
         got = results.get(job, {}).get("results")
         if got is None:
             v.append(f"job {job}: results not readable ({results.get(job)})")
-            lost += size[job]
+            counts["lost"] += a["documents"]
             continue
         ids = [r["id"] for r in got]
-        duplicated += len(ids) - len(set(ids))
-        lost += max(0, size[job] - len(set(ids)))
-        failed += sum(1 for r in got if r.get("error"))
-        relabelled += sum(1 for r in got if r.get("label") and r["label"] != expected.get(r["id"]))
-    report.update(lost=lost, duplicated=duplicated, relabelled=relabelled, failed=failed)
-    for name in ("lost", "duplicated", "relabelled", "failed"):
-        if report[name]:
-            v.append(f"{report[name]} documents {name}")
-    not_final = sorted(set(accepted) - set(final_seen))
-    report["not_final"] = not_final
+        counts["duplicated"] += len(ids) - len(set(ids))
+        counts["lost"] += max(0, a["documents"] - len(set(ids)))
+        counts["failed"] += sum(1 for r in got if r.get("error"))
+        counts["relabelled"] += sum(
+            1 for r in got if r.get("label") and r["label"] != expected.get(r["id"])
+        )
+    report.update(counts)
+    v += [f"{n} documents {name}" for name, n in counts.items() if n]
+    report["not_final"] = not_final = sorted(set(accepted) - set(final_seen))
     if not_final:
         v.append(f"{len(not_final)} accepted jobs never seen final: {not_final[:5]}")
 
+    deliveries = lines(out / "deliveries.jsonl")
     events: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for d in deliveries:
         if d.get("bad_signature"):
             v.append("a delivery whose signature did not verify")
-            continue
-        events[d["job"]].append(d)
-    phantom = sorted(set(events) - set(accepted))
-    missing = sorted(hooked - set(events))
-    conflicting = sorted(j for j, ds in events.items() if len({d["status"] for d in ds}) > 1)
+        else:
+            events[d["job"]].append(d)
     delivered = Counter(d["webhook_id"] for ds in events.values() for d in ds)
-    twice = sorted(w for w, n in delivered.items() if n > 1)
-    two_ids = sorted(
-        j
-        for j, ds in events.items()
-        if len({d["webhook_id"] for d in ds}) > len({d["type"] for d in ds})
-    )
-    report["webhooks"] = {
+    hooks: dict[str, Any] = {
         "deliveries": len(deliveries),
         "jobs": len(events),
         "retried": sum(len(ds) - 1 for ds in events.values()),
-        "twice": twice,
-        "missing": missing,
-        "conflicting": conflicting,
-        "two_event_ids": two_ids,
-        "phantom_jobs": phantom,
+        "twice": sorted(w for w, n in delivered.items() if n > 1),
+        "missing": sorted({j for j, a in accepted.items() if a.get("webhook")} - set(events)),
+        "conflicting": sorted(j for j, ds in events.items() if len({d["status"] for d in ds}) > 1),
+        "two_event_ids": sorted(
+            j
+            for j, ds in events.items()
+            if len({d["webhook_id"] for d in ds}) > len({d["type"] for d in ds})
+        ),
+        "phantom_jobs": sorted(set(events) - set(accepted)),
     }
-    if missing:
-        v.append(f"{len(missing)} jobs' webhook events never delivered: {missing[:5]}")
-    if conflicting:
-        v.append(f"jobs whose events carried two different outcomes: {conflicting}")
-    if two_ids:
-        v.append(f"jobs with two event ids for one final state: {two_ids}")
-    if events_once and twice:
-        v.append(f"events delivered twice: {twice}")
-    if phantom:
-        v.append(f"events for jobs the client never got a 202 for: {phantom}")
+    report["webhooks"] = hooks
+    for name, says in [
+        ("missing", "jobs' webhook events never delivered"),
+        ("conflicting", "jobs whose events carried two different outcomes"),
+        ("two_event_ids", "jobs with two event ids for one final state"),
+        ("twice", "events delivered twice"),
+        ("phantom_jobs", "events for jobs the client never got a 202 for"),
+    ]:
+        if hooks[name] and (name != "twice" or events_once):
+            v.append(f"{says}: {hooks[name][:5]} ({len(hooks[name])})")
 
     cut_windows = [(f["applied"], f["healed"]) for f in faults if f.get("client_cut")]
     hangs = [
@@ -148,29 +135,23 @@ def check(
     if bad_5xx:
         v.append(f"{len(bad_5xx)} 5xx answers that were not a JSON error")
 
-    ok_times = sorted(a["answered"] for a in attempts if a.get("status") in (200, 202))
-    recovery = []
+    ok_times = sorted(a["answered"] for a in ok)
+    report["recovery"] = []
     for f in faults:
-        after = [t for t in ok_times if t >= f["healed"]]
-        first = round(after[0] - f["healed"], 1) if after else None
+        first = next((round(t - f["healed"], 1) for t in ok_times if t >= f["healed"]), None)
+        # the slowest answer (of any status) to an upload sent while the fault held
         during = [
             a["answered"] - a["sent"]
             for a in attempts
             if f["applied"] <= a["sent"] <= f["healed"] and "status" in a
         ]
-        recovery.append(
-            {
-                "fault": f["name"],
-                "first_202_after_heal_s": first,
-                # the slowest answer (of any status) to an upload sent while the fault held
-                "longest_answer_s": round(max(during), 1) if during else None,
-            }
+        longest = round(max(during), 1) if during else None
+        report["recovery"].append(
+            {"fault": f["name"], "first_202_after_heal_s": first, "longest_answer_s": longest}
         )
-        if first is not None and first <= RECOVER_S:
-            continue
-        if f["healed"] + RECOVER_S <= uploads_end:  # else: uploads stopped too soon to tell
+        # no 202 soon after a heal; unless the uploads stopped too soon to tell
+        if (first is None or first > RECOVER_S) and f["healed"] + RECOVER_S <= uploads_end:
             v.append(f"after {f['name']} healed, no 202 for {first or 'ever'} s (> {RECOVER_S})")
-    report["recovery"] = recovery
     last_heal = max((f["healed"] for f in faults), default=0.0)
     last_final = max(final_seen.values(), default=last_heal)
     report["last_final_after_last_heal_s"] = round(last_final - last_heal, 1) if faults else None

@@ -4,15 +4,16 @@ what a client application sees, and nothing else, written down for the checker (
 An upload carries an Idempotency-Key; an attempt that is refused, times out or is answered
 409, 429 or 5xx is tried again with the same key, until a 202 or the client's patience runs
 out. Every attempt is a line of attempts.jsonl; every delivery its webhook receiver verifies
-(Standard Webhooks, as a client would) a line of deliveries.jsonl; each job's first seen
-final state, and then its results, a line of jobs.jsonl. `python -m bench.faults.client
---help` uploads a job every 2 s, each from a thread of its own (an upload that waits does
-not hold back the next), most with a webhook.
+(Standard Webhooks, through docq's client: client/webhooks.py) a line of deliveries.jsonl;
+each job's first seen final state, and then its results (read through client/sdk.py), a
+line of jobs.jsonl. The fleet runs `uploads` in its client host as `python -m
+bench.faults.client CONFIG`, CONFIG its arguments as a JSON object: a job every 2 s, each
+from a thread of its own (an upload that waits does not hold back the next), most with a
+webhook.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -25,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from standardwebhooks import Webhook
-from standardwebhooks.webhooks import WebhookVerificationError
 
-from bench.docq_jobs import all_results, wait_job
+from client.errors import ClientError, InvalidSignature
+from client.sdk import DocqClient
+from client.webhooks import verify_webhook
 from corpus.doc_type import generate
 
 SECRET = "whsec_" + "ZmxlZXQtZmxlZXQtZmxlZXQtZmxlZXQtZmxlZXQtMTI="
@@ -38,24 +39,13 @@ RETRY = {409, 429, 500, 502, 503, 504}
 ATTEMPT_TIMEOUT_S = 30.0  # an answer later than this is a hang (the checker counts them)
 FINAL = {"succeeded", "failed", "cancelled"}
 CORPUS_SEED = 41
+DOCUMENTS = 120  # the corpus the fleet's jobs draw from
 PATIENCE_S = 120.0  # how long one upload is tried again before the client gives it up
 
 
-def corpus(n: int, seed: int = CORPUS_SEED) -> list[dict[str, str]]:
+def corpus(n: int = DOCUMENTS, seed: int = CORPUS_SEED) -> list[dict[str, str]]:
     """One-window documents (the first 300 characters): a run is CPU-sized."""
     return [{"id": d.id, "text": d.text[:300]} for d in generate(n, seed=seed)]
-
-
-class Log:
-    """An append-only JSON-lines file, written from many threads."""
-
-    def __init__(self, path: Path) -> None:
-        self.file = path.open("a", buffering=1)
-        self.lock = threading.Lock()
-
-    def write(self, **record: Any) -> None:
-        with self.lock:
-            self.file.write(json.dumps(record) + "\n")
 
 
 class VerifyingReceiver:
@@ -71,15 +61,15 @@ class VerifyingReceiver:
         refuse_share: float = 0.0,
         seed: int = 0,
     ) -> None:
-        self.webhook, self.record = Webhook(secret), record
+        self.secret, self.record = secret, record
         self.refuse_share, self.rng = refuse_share, random.Random(seed)
         self.refused = 0
         self.lock = threading.Lock()
 
     def handle(self, headers: dict[str, str], body: bytes) -> int:
         try:
-            event = self.webhook.verify(body, headers)
-        except WebhookVerificationError:
+            event = verify_webhook(body, headers, self.secret)
+        except InvalidSignature:
             self.record(bad_signature=True)
             return 401
         with self.lock:
@@ -131,10 +121,11 @@ class Client:
         self.http = httpx.Client(
             base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=ATTEMPT_TIMEOUT_S
         )
-        self.attempts = Log(out / "attempts.jsonl")
-        self.jobs = Log(out / "jobs.jsonl")
-        self.deliveries = Log(out / "deliveries.jsonl")
-        self.record = lambda **r: self.deliveries.write(at=time.time(), **r)
+        # uploads go through `http` (every attempt and its raw answer is the checker's);
+        # following and reading back through the SDK, as an application would
+        self.sdk = DocqClient(api, http=self.http)
+        self.out = out
+        self.record = lambda **r: self.log("deliveries", at=time.time(), **r)
         self.accepted: dict[str, str] = {}  # job id -> Idempotency-Key
         self.final: dict[str, float] = {}  # job id -> when first seen final
         self.done: dict[str, int] = {}  # job id -> its documents done, when last polled
@@ -143,39 +134,38 @@ class Client:
         self.stop = threading.Event()
         self.follower = threading.Thread(target=self._follow, name="follow", daemon=True)
 
+    def log(self, name: str, **record: Any) -> None:
+        """A line of out/<name>.jsonl (attempts, jobs, deliveries), from any thread."""
+        with self.lock, (self.out / f"{name}.jsonl").open("a") as file:
+            file.write(json.dumps(record) + "\n")
+
     def upload(self, key: str, body: dict[str, Any], give_up_at: float) -> str | None:
         """The job id of the first 202 (or 200: a replay) for `key`, else None (a final
         refusal, or no 202 within the client's patience)."""
         give_up_at = min(give_up_at, time.time() + self.patience_s)
         while time.time() < give_up_at:
-            sent = time.time()
-            record: dict[str, Any] = {
-                "key": key,
-                "sent": sent,
-                "documents": len(body["documents"]),
-                "webhook": "webhook" in body,
-            }
+            record: dict[str, Any] = {"key": key, "sent": time.time()}
+            record.update(documents=len(body["documents"]), webhook="webhook" in body)
             try:
                 r = self.http.post("/v1/jobs", json=body, headers={"Idempotency-Key": key})
-                record.update(status=r.status_code, answered=time.time())
-                try:
-                    payload = r.json()
-                    record["json"] = True
-                    record["code"] = (payload.get("error") or {}).get("code")
-                except ValueError:
-                    payload, record["json"] = {}, False
-                if r.status_code in (200, 202):
-                    record["job"] = payload["id"]
-                    self.attempts.write(**record)
-                    with self.lock:
-                        self.accepted[payload["id"]] = key
-                    return str(payload["id"])
-                self.attempts.write(**record)
-                if r.status_code not in RETRY:
-                    return None
             except httpx.TransportError as e:
-                record.update(error=type(e).__name__, answered=time.time())
-                self.attempts.write(**record)
+                self.log("attempts", **record, error=type(e).__name__, answered=time.time())
+                time.sleep(1.0)
+                continue
+            record.update(status=r.status_code, answered=time.time())
+            try:
+                payload = r.json()
+                record.update(json=True, code=(payload.get("error") or {}).get("code"))
+            except ValueError:
+                payload, record["json"] = {}, False
+            if r.status_code in (200, 202):
+                self.log("attempts", **record, job=payload["id"])
+                with self.lock:
+                    self.accepted[payload["id"]] = key
+                return str(payload["id"])
+            self.log("attempts", **record)
+            if r.status_code not in RETRY:
+                return None
             time.sleep(1.0)
         return None
 
@@ -186,13 +176,13 @@ class Client:
                 pending = [j for j in self.accepted if j not in self.final]
             for job in pending:
                 try:
-                    status = self.http.get(f"/v1/jobs/{job}").json()
-                except (httpx.HTTPError, ValueError):
+                    status = self.sdk.job(job)
+                except (ClientError, ValueError):
                     continue
                 self.done[job] = status.get("progress", {}).get("documents_done", 0)
                 if status.get("status") in FINAL:
                     self.final[job] = time.time()
-                    self.jobs.write(job=job, final_seen=self.final[job], status=status["status"])
+                    self.log("jobs", job=job, final_seen=self.final[job], status=status["status"])
 
     def settle(self, give_up_at: float) -> None:
         """Wait until every accepted job is seen final (or `give_up_at`), then log each
@@ -205,16 +195,11 @@ class Client:
             try:
                 results = [
                     {"id": r["id"], "label": r.get("label"), "error": r.get("error")}
-                    for r in all_results(self.http, job)
+                    for r in self.sdk.results(job)
                 ]
-                self.jobs.write(job=job, key=key, results=results)
-            except (httpx.HTTPError, ValueError, KeyError) as e:
-                self.jobs.write(job=job, key=key, results_error=repr(e))
-
-    def close(self) -> None:
-        self.http.close()
-        for log in (self.attempts, self.jobs, self.deliveries):
-            log.file.close()
+                self.log("jobs", job=job, key=key, results=results)
+            except (ClientError, ValueError, KeyError) as e:
+                self.log("jobs", job=job, key=key, results_error=repr(e))
 
 
 def fault_free_labels(client: Client, body: dict[str, Any], timeout_s: float) -> dict[str, str]:
@@ -222,56 +207,49 @@ def fault_free_labels(client: Client, body: dict[str, Any], timeout_s: float) ->
     job = client.upload("reference", body, time.time() + timeout_s)
     if job is None:
         raise RuntimeError("the reference upload was not accepted")
-    wait_job(client.http, job, poll=1, timeout_s=timeout_s)
-    return {r["id"]: r["label"] for r in all_results(client.http, job)}
+    client.sdk.wait(job, poll_s=1, timeout_s=timeout_s)
+    return {r["id"]: r["label"] for r in client.sdk.results(job)}
 
 
-def run(args: argparse.Namespace) -> None:
-    out = Path(args.out)
-    docs = corpus(args.documents)  # the same for every run: one reference
-    rng = random.Random(args.seed)
-    client = Client(args.api, args.key, out)
-    with VerifyingReceiver(client.record).serve(args.address) as hook_url:
+def uploads(
+    api: str,
+    key: str,
+    out: str,
+    address: str,  # the client host's own: its webhook receiver listens there
+    run: str = "run",  # the prefix of the Idempotency-Keys
+    seconds: float = 60,
+    settle_s: float = 180,  # after the uploads: the wait for every job to be final
+    bulk_share: float = 0.1,  # of 48-document jobs
+    seed: int = 0,
+) -> None:
+    """The fleet's client: a job every 2 s for `seconds`, then every job settled."""
+    docs = corpus()  # the same for every run: one reference
+    rng = random.Random(seed)
+    client = Client(api, key, Path(out))
+    with VerifyingReceiver(client.record).serve(address) as hook_url:
         hook = {"url": hook_url, "secret": SECRET}
         client.follower.start()
         started = time.time()
-        give_up_at = started + args.seconds + args.settle_s
-        threads = []
-        i = 0
-        while time.time() < started + args.seconds:
-            size = 48 if rng.random() < args.bulk_share else rng.randint(2, 6)
-            body: dict[str, Any] = {"documents": rng.sample(docs, min(size, len(docs)))}
+        give_up_at = started + seconds + settle_s
+        threads: list[threading.Thread] = []
+        while time.time() < started + seconds:
+            size = 48 if rng.random() < bulk_share else rng.randint(2, 6)
+            body: dict[str, Any] = {"documents": rng.sample(docs, size)}
             if rng.random() < 0.75:
                 body["webhook"] = hook
-            t = threading.Thread(
-                target=client.upload, args=(f"{args.run}-{i}", body, give_up_at), daemon=True
-            )
-            t.start()
-            threads.append(t)
-            i += 1
-            time.sleep(max(0.0, started + i * 2.0 - time.time()))
+            args = (f"{run}-{len(threads)}", body, give_up_at)
+            threads.append(threading.Thread(target=client.upload, args=args, daemon=True))
+            threads[-1].start()
+            time.sleep(max(0.0, started + len(threads) * 2.0 - time.time()))
         for t in threads:
             t.join(max(0.0, give_up_at - time.time()) + ATTEMPT_TIMEOUT_S)
         client.settle(give_up_at)
         time.sleep(5)  # the last deliveries (and any duplicate) arrive meanwhile
-    client.close()
-    print(f"client: {i} uploads, {len(client.accepted)} accepted", file=sys.stderr)
-
-
-def main(argv: list[str]) -> None:
-    p = argparse.ArgumentParser(prog="python -m bench.faults.client")
-    p.add_argument("--api", required=True)
-    p.add_argument("--key", required=True)
-    p.add_argument("--address", required=True, help="the client host's own address")
-    p.add_argument("--out", required=True)
-    p.add_argument("--run", default="run", help="prefix of the Idempotency-Keys")
-    p.add_argument("--seconds", type=float, default=60)
-    p.add_argument("--settle-s", type=float, default=180, help="after the uploads: the wait")
-    p.add_argument("--documents", type=int, default=120)
-    p.add_argument("--bulk-share", type=float, default=0.1, help="of 48-document jobs")
-    p.add_argument("--seed", type=int, default=0)
-    run(p.parse_args(argv))
+    client.http.close()
+    print(f"client: {len(threads)} uploads, {len(client.accepted)} accepted", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if len(sys.argv) != 2 or not sys.argv[1].startswith("{"):  # --help, or no CONFIG
+        sys.exit(__doc__)
+    uploads(**json.loads(sys.argv[1]))

@@ -23,7 +23,6 @@ from devstack.fleet.nemesis import CLIENT, Isolate, LoseHost, Nemesis, catalogue
 from devstack.stack import REPO
 
 log = logging.getLogger("fleet")
-DOCUMENTS = 120  # the corpus a run's jobs draw from
 
 
 @dataclass(frozen=True)
@@ -35,32 +34,14 @@ class Step:
     wait_s: float = 10.0
 
 
-def client_cut(nemesis: Nemesis) -> bool:
-    """Whether the fault keeps the client from the API (its timeouts are no hang then)."""
-    if isinstance(nemesis, (Isolate, LoseHost)):
-        return nemesis.host in ("api", CLIENT)
-    return False
-
-
-def start_client(fleet: Fleet, key: str, out: Path, *args: str) -> subprocess.Popen[bytes]:
-    """client.py inside the client host."""
-    argv = [
-        *("ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m", "bench.faults.client"),
-        *("--api", fleet.layout.api_url, "--key", key, "--out", str(out)),
-        *("--address", fleet.layout.address(CLIENT), *args),
-    ]
-    with (out / "client.log").open("ab") as log_file:
-        return subprocess.Popen(argv, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT)
-
-
-def reference(fleet: Fleet, out: Path, documents: int = DOCUMENTS) -> dict[str, str]:
+def reference(fleet: Fleet, out: Path) -> dict[str, str]:
     """The labels of a fault-free run of the runs' documents (client.CORPUS_SEED's), uploaded
     from the controller: no fault holds, so where the client stands does not matter."""
     client = Client(fleet.layout.api_url, fleet.api_key("fleet-reference"), out)
     try:
-        return fault_free_labels(client, {"documents": corpus(documents)}, 300)
+        return fault_free_labels(client, {"documents": corpus()}, 300)
     finally:
-        client.close()
+        client.http.close()
 
 
 def run(
@@ -69,27 +50,30 @@ def run(
     out: Path,
     *,
     seed: int = 0,
-    documents: int = DOCUMENTS,
     tail_s: float = 30.0,
-    client_args: tuple[str, ...] = (),
+    client: dict[str, Any] | None = None,
     expected: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Upload through every step and `tail_s` seconds past the last heal; the checker's
-    report (also written to out/report.json). `expected`: the fault-free labels, when a
-    reference run (`reference`) already made them."""
+    report (also written to out/report.json). `client`: more of client.uploads' arguments;
+    `expected`: the fault-free labels, when a reference run (`reference`) already made them."""
     out.mkdir(parents=True, exist_ok=True)
-    key = fleet.api_key(f"fleet-{seed}")
     if expected is None:
-        expected = reference(fleet, out / "reference", documents)
+        expected = reference(fleet, out / "reference")
     seconds = sum(s.wait_s + s.hold_s for s in steps) + tail_s
+    key = fleet.api_key(f"fleet-{seed}")
     started = time.time()
-    proc = start_client(
-        fleet,
-        key,
-        out,
-        *("--seconds", str(seconds), "--seed", str(seed), "--documents", str(documents)),
-        *("--run", f"run{seed}-{int(started)}", *client_args),
-    )
+    config: dict[str, Any] = dict(api=fleet.layout.api_url, key=key, out=str(out), seed=seed)
+    config.update(address=fleet.layout.address(CLIENT), run=f"run{seed}-{int(started)}")
+    config.update(seconds=seconds, **(client or {}))
+    argv = ["ip", "netns", "exec", fleet.net.ns(CLIENT), sys.executable, "-m"]
+    with (out / "client.log").open("ab") as log_file:  # the client inside its host
+        proc = subprocess.Popen(
+            [*argv, "bench.faults.client", json.dumps(config)],
+            cwd=REPO,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
     faults: list[dict[str, Any]] = []
     try:
         for step in steps:
@@ -99,25 +83,19 @@ def run(
             log.info("nemesis %s: %s, for %.0f s", step.nemesis.name, what, step.hold_s)
             time.sleep(max(0.0, applied + step.hold_s - time.time()))
             step.nemesis.heal(fleet)
-            healed = time.time()
-            log.info("healed %s", step.nemesis.name)
-            faults.append(
-                {
-                    "name": step.nemesis.name,
-                    "what": what,
-                    "applied": applied,
-                    "healed": healed,
-                    "client_cut": client_cut(step.nemesis),
-                }
-            )
+            n = step.nemesis
+            fault = {"name": n.name, "what": what, "applied": applied, "healed": time.time()}
+            log.info("healed %s", n.name)
+            # whether the fault kept the client from the API (its timeouts are no hang then)
+            cut = isinstance(n, (Isolate, LoseHost)) and n.host in ("api", CLIENT)
+            faults.append({**fault, "client_cut": cut})
     finally:
         for step in steps[len(faults) :]:  # a failure mid-step: heal what may be applied
             try:
                 step.nemesis.heal(fleet)
             except Exception:  # the failure that got here is the one to report
                 log.exception("healing %s after a failure", step.nemesis.name)
-    rc = proc.wait()
-    if rc != 0:
+    if rc := proc.wait():
         raise RuntimeError(f"the client failed ({rc}; log: {out / 'client.log'})")
     report = check(out, expected, faults, started + seconds)
     report = {"seed": seed, "seconds": round(seconds, 1), "faults": faults, **report}

@@ -121,8 +121,8 @@ def test_a_worker_host_partitioned_mid_shards_for_60_s_counts_nothing_twice(
     gives its shards to worker-2, and what worker-1 writes once healed (a late result, a
     late final state) must not count twice."""
     steps = [Step(Isolate("worker-1"), 60, wait_s=15)]
-    args = ("--bulk-share", "0.2")
-    report = run(fleet, steps, tmp_path, seed=43, client_args=args, expected=expected)
+    client = {"bulk_share": 0.2}
+    report = run(fleet, steps, tmp_path, seed=43, client=client, expected=expected)
     assert report["violations"] == [], verdict(report)
     assert report["accepted"], verdict(report)
 
