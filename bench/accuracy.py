@@ -33,7 +33,8 @@ from typing import Any
 
 from bench import eval_forms
 from bench.eval_forms import FORMS, Item, frozen, items, render, sha256, unseen
-from bench.report import console, table
+from bench.report import console, table, write_json
+from conversion.evaluate import Accuracy
 from corpus.render.files import pool_map
 from docq.config import REPO_ROOT, Settings
 from docq.errors import ExtractionFailed
@@ -115,27 +116,21 @@ def confusion(truth: list[str], predicted: list[str], labels: list[str]) -> dict
     return {t: {p: counts[(t, p)] for p in columns} for t in labels}
 
 
-def _share(hits: list[bool]) -> float:
-    return round(sum(hits) / max(len(hits), 1), 4)
-
-
 def score(
     reads: list[Read], predicted: list[str], labels: list[str], target: float | None
 ) -> dict[str, Any]:
-    """One form's figures: accuracy, per label, confusion, and every miss."""
+    """One form's figures: accuracy (conversion.evaluate's, as the demo models' own
+    evaluation counts it), per label, confusion, and every miss."""
     truth = [r["label"] for r in reads]
     got = [FAILED if r["error"] else p for r, p in zip(reads, predicted, strict=True)]
-    hits = [g == t for g, t in zip(got, truth, strict=True)]
+    measured = Accuracy.of(got, truth, labels)
     same = [r["frozen"] for r in reads]
     return {
-        "n": len(reads),
-        "accuracy": _share(hits),
+        "n": measured.n,
+        "accuracy": round(measured.accuracy, 4),
         "target": target,
-        "per_label": {
-            label: _share([h for h, t in zip(hits, truth, strict=True) if t == label])
-            for label in labels
-        },
-        "support": {label: truth.count(label) for label in labels},
+        "per_label": {label: round(share, 4) for label, share in measured.per_class.items()},
+        "support": measured.support,
         "confusion": confusion(truth, got, labels),
         "extraction_failed": sum(1 for r in reads if r["error"]),
         "bytes_match_forms_sha256": None if None in same else sum(same),
@@ -150,8 +145,8 @@ def score(
                 "error": r["error"],
                 "text_start": r["text"][:TEXT_START],
             }
-            for r, g, h in zip(reads, got, hits, strict=True)
-            if not h
+            for r, g in zip(reads, got, strict=True)
+            if g != r["label"]
         ],
     }
 
@@ -269,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--out is required (or --render)")
     report = measure(args)
     print_tables(report)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(args.out, report)
     console.print(f"raw JSON: {args.out}")
 
 
