@@ -218,7 +218,8 @@ def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    """`args.clients` processes for `args.seconds`; redis-server's CPU seconds."""
+    """`args.clients` processes for `args.seconds`: documents/s, redis-server's CPU per
+    document and the rate at which it would fill its core."""
     ctx = mp.get_context("spawn")  # each process builds its own clients (STYLE.md, 4)
     go, out = ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_client, args=(i, url, args, go, out)) for i in range(args.clients)]
@@ -231,44 +232,25 @@ def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     go.set()
     samples = [out.get(timeout=args.seconds + args.drain_s + 120)[1] for _ in procs]
-    wall = time.perf_counter() - t0
-    cpu = meter.stop()
+    wall, redis_cpu = round(time.perf_counter() - t0, 3), meter.stop()["redis"]
     for p in procs:
         p.join(30)
-    version = connect(url).info("server")["redis_version"]
-    return {"wall_s": round(wall, 3), "cpu_s": cpu, "samples": samples, "redis_version": version}
-
-
-def summarise(
-    args: argparse.Namespace, head: dict[str, Any], run: dict[str, Any], mem: dict[str, Any]
-) -> dict[str, Any]:
-    """The load's figures: documents/s, redis-server's CPU per document and the rate at
-    which it would fill its core."""
-    settings = Settings()  # what each Side is made of (DOCQ_* as set), for the record
-    samples = sorted(run["samples"], key=lambda s: s["client"])
+    samples.sort(key=lambda s: s["client"])
     docs = sum(s["documents"] for s in samples)
-    wall, redis_cpu = run["wall_s"], run["cpu_s"]["redis"]
-    saturation = docs / redis_cpu if redis_cpu else None
     return {
-        **head,
-        "redis_version": run["redis_version"],
+        "redis_version": connect(url).info("server")["redis_version"],
         "clients": args.clients,
         "docs_per_job": args.docs_per_job,
-        "shard_size": settings.shard_size,
-        "keep_documents": settings.keep_documents,
         "seconds": args.seconds,
         "wall_s": wall,
         "jobs": sum(s["jobs"] for s in samples),
-        "jobs_written": mem["uploads"] + sum(s["uploads"] for s in samples),
         "documents": docs,
         "incomplete_jobs": sum(s["incomplete_jobs"] + s["unfinished_jobs"] for s in samples),
         "docs_per_s": round(docs / wall, 1),
         "redis_cpu_s": redis_cpu,
         "redis_utilisation": round(redis_cpu / wall, 3),
         "redis_cpu_ms_per_doc": round(1000 * redis_cpu / docs, 4) if docs else None,
-        "redis_saturation_docs_per_s": round(saturation) if saturation else None,
-        "memory": mem,
-        "cpu_s": run["cpu_s"],
+        "redis_saturation_docs_per_s": round(docs / redis_cpu) if docs and redis_cpu else None,
         "samples": samples,
     }
 
@@ -278,7 +260,10 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
     the run's figures."""
     with tempfile.TemporaryDirectory() as tmp, redis_server(args.data_dir or Path(tmp)) as url:
         mem = memory(url, args)
-        s = summarise(args, head, load(url, args), mem)
+        s = {**head, **load(url, args), "memory": mem}
+    settings = Settings()  # what each Side is made of (DOCQ_* as set), for the record
+    s |= {"shard_size": settings.shard_size, "keep_documents": settings.keep_documents}
+    s["jobs_written"] = mem["uploads"] + sum(x["uploads"] for x in s["samples"])
     rows = [(key, str(s[key])) for key in SHOWN]
     memory_keys = ("bytes_per_queued_document", "bytes_per_stored_result")
     rows += [(f"used_memory {key}", str(mem[key])) for key in memory_keys]
