@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import platform
 import shutil
@@ -208,7 +207,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "command": " ".join(["python -m bench.accuracy", *args.argv]),
         "date": dt.datetime.now(dt.UTC).date().isoformat(),
         "model": args.model,
-        "model_sha256": hashlib.sha256(onnx.read_bytes()).hexdigest(),
+        "model_sha256": sha256(onnx.read_bytes()),
         "set": args.set,
         "documents": len(chosen),
         "labels": labels,

@@ -95,6 +95,8 @@ class Side:
         self.conn = self.celery.connection_for_read()
         self.lanes: dict[str, SimpleQueue] = {}
         self.uploads = 0  # every job it wrote, counted or not
+        self.upload()  # warm, before any figure: scripts loaded, lane declared, connections open
+        self.work()
 
     def _auth(self) -> str:
         tenant = self.tenants.authenticate(self.api_key)
@@ -165,8 +167,6 @@ class Side:
 
 def _client(i: int, url: str, args: argparse.Namespace, go: Any, out: Any) -> None:
     side = Side(url, f"load-{i}", args.docs_per_job)
-    side.upload()  # warm: scripts loaded, lane declared, connections open
-    side.work()
     out.put(("ready", i))
     go.wait()
     deadline = time.monotonic() + args.seconds
@@ -196,8 +196,6 @@ def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """INFO memory's used_memory per document: with K jobs queued (documents and messages
     stored), then with their results stored (documents dropped unless keep_documents)."""
     side = Side(url, "memory", args.docs_per_job)
-    side.upload()  # once first: scripts, lanes and connections are not per document
-    side.work()
     before = used_memory(side.store.r)
     jobs = [side.upload() for _ in range(args.memory_jobs)]
     queued = used_memory(side.store.r)
