@@ -181,13 +181,6 @@ def print_tables(report: dict[str, Any]) -> None:
     )
 
 
-def _documents(args: argparse.Namespace) -> list[Item]:
-    """The set's documents, of each `every`th only (in set order: where the core-seconds of
-    OCR, about one a page, are not there to spend)."""
-    every = items((args.model,)) if args.set == "blind" else unseen(args.n, args.seed)
-    return [i for i in every if i.index % args.every == 0]
-
-
 def _run(command: list[str]) -> str | None:
     """The first line `command` prints (None where it cannot run): what was measured."""
     if shutil.which(command[0]) is None:
@@ -197,8 +190,10 @@ def _run(command: list[str]) -> str | None:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Read every document in every form, classify, score."""
-    chosen = _documents(args)
+    """Read every document in every form (of each `--every`th only: where the core-seconds
+    of OCR, about one a page, are not there to spend), classify, score."""
+    every = items((args.model,)) if args.set == "blind" else unseen(args.n, args.seed)
+    chosen = [i for i in every if i.index % args.every == 0]
     reads = read_all(chosen, args.forms, args.processes)
     labels_of, labels = classifier(args.repository, args.model)
     onnx = args.repository / args.model / "1" / "model.onnx"
