@@ -30,8 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench import eval_forms
-from bench.eval_forms import FORMS, Item, frozen, items, render, sha256, unseen
+from bench.eval_forms import FORMS, HASHES, Item, frozen, items, render, render_all, sha256, unseen
 from bench.report import console, table, write_json
 from conversion.evaluate import Accuracy
 from corpus.render.files import pool_map
@@ -249,10 +248,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.set == "unseen" and args.model != "doc-type":
         parser.error("the unseen templates are doc-type's documents")
     if args.render:
-        digests = eval_forms.render_all(args.render, args.processes)
+        digests = render_all(args.render, args.processes)
         wrong = [name for name, digest in frozen().items() if digests.get(name) != digest]
         console.print(f"{len(digests)} files in {args.render}; {len(wrong)} differ from "
-                      f"{eval_forms.HASHES}: {wrong[:5]}")  # fmt: skip
+                      f"{HASHES}: {wrong[:5]}")  # fmt: skip
         raise SystemExit(1 if wrong else 0)
     if args.out is None:
         parser.error("--out is required (or --render)")

@@ -93,9 +93,10 @@ class Side:
         self.docs = generate(docs_per_job, seed=1)
         self.rng = random.Random(name)
         self.conn = self.celery.connection_for_read()
-        self.lanes: dict[str, SimpleQueue] = {}
         self.uploads = 0  # every job it wrote, counted or not
-        self.upload()  # warm, before any figure: scripts loaded, lane declared, connections open
+        first = self.upload()  # warm, before any figure: scripts loaded, connections open
+        # every job of a side takes the same lane (its tenant's, for its size): asked once
+        self.lane = self.conn.SimpleQueue(shard_queue(self.store.get_job(first), s.bulk_lanes))
         self.work()
 
     def _auth(self) -> str:
@@ -108,25 +109,20 @@ class Side:
         body = {"model": MODEL, "documents": [{"id": d.id, "text": d.text} for d in self.docs]}
         answer = submit(self.deps, self._auth(), JobCreate.model_validate(body), uuid.uuid4().hex)
         self.uploads += 1
-        if not self.lanes:  # the same for each of its jobs (tenant and size): asked once
-            queue = shard_queue(self.store.get_job(answer.answer.id), self.settings.bulk_lanes)
-            self.lanes[queue] = self.conn.SimpleQueue(queue)
         return answer.answer.id
 
     def work(self) -> int:
-        """Run every shard waiting in this side's lanes; returns how many."""
+        """Run every shard waiting in this side's lane; returns how many."""
         done = 0
-        for lane in self.lanes.values():
-            while True:
-                try:
-                    message = lane.get(block=False)
-                except SimpleQueue.Empty:
-                    break
-                job_id, n = message.payload[0]  # Celery's protocol 2: [args, kwargs, embed]
-                self._shard(job_id, n)
-                message.ack()
-                done += 1
-        return done
+        while True:
+            try:
+                message = self.lane.get(block=False)
+            except SimpleQueue.Empty:
+                return done
+            job_id, n = message.payload[0]  # Celery's protocol 2: [args, kwargs, embed]
+            self._shard(job_id, n)
+            message.ack()
+            done += 1
 
     def _shard(self, job_id: str, n: int) -> None:
         s, store = self.settings, self.store

@@ -121,8 +121,7 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
             out["reading"] = {name: getattr(st.settings, name) for name in reading}
     out |= {"status": job["status"], "loadavg_1m_after": os.getloadavg()[0]}
     rows = [(what, str(out.get(key, "-"))) for what, key in SHOWN]
-    rows.append(
-        ("documents, pages, failures", f"{out['documents']}, {out['pages']}, {out['failures']}")
-    )
+    counts = f"{out['documents']}, {out['pages']}, {out['failures']}"
+    rows.append(("documents, pages, failures", counts))
     title = "scans: docq's CPU seconds a 300 dpi scanned page, upload to result"
     return title, rows, {**head, "seed": SEED, **out}
