@@ -1,8 +1,8 @@
 """The CPU a scanned page costs docq (issue 21): `--scans` 300 dpi A4 scans, black and
-white, as TIFF (corpus.render, seed SEED), in one multipart upload to bench/stack.py's
-stack as `make up` runs it (one bulk worker, one extract worker), timed from the upload to
-`succeeded`. A few scans go through first, untimed, so the extract
-workers' reading children are started (none read: OCR is unavailable, and it stops there).
+white, as TIFF (corpus.render, seed 7), in one multipart upload to bench/stack.py's stack
+as `make up` runs it (one bulk worker, one extract worker), timed from the upload to
+`succeeded`. A few scans go through first, untimed, so the extract worker's reading
+children are started (none read: OCR is unavailable, and it stops there).
 
 bench.procs.CpuMeter counts each process tree's CPU seconds over that window: docq's own
 (the API, the extract workers with their reading children, the bulk and small-job workers)
