@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +34,17 @@ class Variant:
 
     @classmethod
     def parse(cls, text: str) -> Variant:
+        """NAME[:field=value,param.P=value,...], each field checked against Target's."""
+        from conversion.convert import Target
+
         name, _, rest = text.partition(":")
         overrides: dict[str, Any] = {}
         for item in filter(None, rest.split(",")):
             key, _, value = item.partition("=")
             overrides[key] = int(value) if value.lstrip("-").isdigit() else value
+        known = {f.name for f in fields(Target)}
+        if unknown := {k for k in overrides if not k.startswith(PARAM)} - known:
+            raise SystemExit(f"variant {name}: no Target field {sorted(unknown)}")
         variant = cls(name, overrides)
         if name == DEFAULT and variant.departures():
             raise SystemExit(f"variant {name!r} must keep the converter's defaults: {text}")
