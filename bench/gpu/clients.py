@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import multiprocessing as mp
 import statistics
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -76,59 +76,64 @@ def load_task(
     latencies (ms) of the requests that ended inside the measured window."""
     url, model, rows, length, last, threads, start_at, warm, seconds = task
     latencies: list[float] = []
-    errors: list[BaseException] = []
 
     def loop(slot: int) -> None:
-        try:
-            client = _client(url, slot)
-            inputs = _inputs(rows, length, last, slot)
-            while time.time() < start_at:
-                time.sleep(0.001)
-            begin, end = start_at + warm, start_at + warm + seconds
-            while True:
-                t = time.time()
-                if t >= end:
-                    break
-                client.infer(model, inputs)
-                done = time.time()
-                if begin <= done < end:
-                    latencies.append((done - t) * 1000)
-        except BaseException as exc:  # reported by the parent
-            errors.append(exc)
+        client = _client(url, slot)
+        inputs = _inputs(rows, length, last, slot)
+        while time.time() < start_at:
+            time.sleep(0.001)
+        begin, end = start_at + warm, start_at + warm + seconds
+        while True:
+            t = time.time()
+            if t >= end:
+                break
+            client.infer(model, inputs)
+            done = time.time()
+            if begin <= done < end:
+                latencies.append((done - t) * 1000)
 
-    workers = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
+    with ThreadPoolExecutor(threads) as pool:
+        for running in [pool.submit(loop, slot) for slot in range(threads)]:
+            running.result()  # a loop's error, raised here for the parent
     return latencies
 
 
 class Load:
-    """A pool of client processes (spawned: gRPC does not survive fork)."""
+    """A pool of client processes (spawned: gRPC does not survive fork), each level of a
+    sweep measured for `seconds` after `warm`."""
 
-    def __init__(self, processes: int) -> None:
-        self.processes = processes
+    def __init__(self, processes: int, warm: float, seconds: float) -> None:
+        self.processes, self.warm, self.seconds = processes, warm, seconds
         self.pool = mp.get_context("spawn").Pool(processes)
 
-    def run(
-        self, url: str, model: str, shape: Shape, in_flight: int, warm: float, seconds: float
-    ) -> dict[str, Any]:
+    def run(self, url: str, model: str, shape: Shape, in_flight: int) -> dict[str, Any]:
         procs = min(self.processes, in_flight)
         per = [in_flight // procs + (1 if i < in_flight % procs else 0) for i in range(procs)]
         start_at = time.time() + 0.3
-        tasks = [(url, model, *shape, n, start_at, warm, seconds) for n in per]
+        tasks = [(url, model, *shape, n, start_at, self.warm, self.seconds) for n in per]
         latencies = [ms for part in self.pool.map(load_task, tasks) for ms in part]
         return {
             "in_flight": in_flight,
             "requests": len(latencies),
-            "seq_s": round(len(latencies) * shape[0] / seconds, 1),
-            "tokens_s": round(len(latencies) * real_tokens(shape) / seconds),
+            "seq_s": round(len(latencies) * shape[0] / self.seconds, 1),
+            "tokens_s": round(len(latencies) * real_tokens(shape) / self.seconds),
             "p50_ms": round(statistics.median(latencies), 3) if latencies else None,
             "p95_ms": round(float(np.percentile(latencies, 95)), 3) if latencies else None,
         }
+
+    def sweep(
+        self, url: str, model: str, shape: Shape, levels: list[int], early_stop: bool
+    ) -> list[dict[str, Any]]:
+        """seq/s at each number of requests in flight; with `early_stop`, until a level
+        gains less than 3% over the best before it (from the fourth level on)."""
+        points: list[dict[str, Any]] = []
+        for level in levels:
+            points.append(self.run(url, model, shape, level))
+            print(f"  {model} {shape} x{level}: {points[-1]}", flush=True)
+            best = max(p["seq_s"] for p in points[:-1]) if len(points) > 1 else 0.0
+            if early_stop and len(points) >= 4 and points[-1]["seq_s"] < 1.03 * best:
+                break
+        return points
 
     def close(self) -> None:
         self.pool.terminate()
@@ -163,25 +168,3 @@ def one_at_a_time(url: str, model: str, shape: Shape, n: int) -> dict[str, Any]:
     if logits is None or logits.shape != (shape[0], len(LABELS)) or not np.isfinite(logits).all():
         raise RuntimeError(f"{model} answered {shape} with logits {logits!r}")
     return time_calls(lambda: client.infer(model, inputs), lambda: None, n, warm=10)
-
-
-def sweep(
-    load: Load,
-    url: str,
-    model: str,
-    shape: Shape,
-    levels: list[int],
-    warm: float,
-    seconds: float,
-    early_stop: bool = True,
-) -> list[dict[str, Any]]:
-    """seq/s at each number of requests in flight; with `early_stop`, until a level gains
-    less than 3% over the best before it (from the fourth level on)."""
-    points: list[dict[str, Any]] = []
-    for level in levels:
-        points.append(load.run(url, model, shape, level, warm, seconds))
-        print(f"  {model} {shape} x{level}: {points[-1]}", flush=True)
-        best = max(p["seq_s"] for p in points[:-1]) if len(points) > 1 else 0.0
-        if early_stop and len(points) >= 4 and points[-1]["seq_s"] < 1.03 * best:
-            break
-    return points

@@ -14,8 +14,6 @@ from bench.procs import percentile
 from bench.report import console
 from devstack.services import stop
 
-# --- the GPU, read by nvidia-smi -----------------------------------------------------------
-
 
 class GpuSampler:
     """`nvidia-smi` every `interval_ms` in the background: utilisation and memory used.

@@ -1,12 +1,10 @@
 """The torch-gpu runtime served by a real tritonserver, against the old runtime, on one GPU.
 
-Builds a RoBERTa-large-shaped classifier (24 layers, 1,024 wide, 16 heads, 6 labels, random
-weights: timing does not depend on them) from a transformers config, lays it out as
-`docq convert --runtime torch-gpu` does (the checkpoint, `serving.runtimes.install`, the
-config.pbtxt that `conversion.convert.Target` and `conversion.pbtxt` generate), starts
-tritonserver (`serving.server`'s command and environment; on the device the trimmed server
-of devstack/carry/pack.py, which remote.sh puts where `serving.server` looks) and measures
-through gRPC:
+Builds a RoBERTa-large-shaped classifier (model.py: 24 layers, 1,024 wide, 16 heads, 6
+labels, random weights: timing does not depend on them), lays it out as `docq convert
+--runtime torch-gpu` does, starts tritonserver (devstack's `triton_server`, as the tests
+start it; on the device the trimmed server devstack/carry/remote.sh puts in place) and
+measures through gRPC (clients.py):
 
 - p50/p95 of one request at a time at (1,512), (2,512), (7,512);
 - seq/s over a sweep of requests in flight (client processes x threads), up to saturation
@@ -17,7 +15,7 @@ the old runtime, PyTorch FP32 eager, one synchronous call per request as the old
 service ran it, and transformers FP16 eager. Each `--variant` (NAME or NAME:key=value,...,
 model.Variant) is one more model in the same server with Target fields overridden; the first
 is the generated default and gets the full sweep. Prints the table (report.py, rich) and
-writes the JSON to --out. The server is devstack's `triton_server`, as the tests start it.
+writes the JSON to --out.
 
     # on the H200 (docs/performance.md has the exact command):
     source devstack/carry/remote.sh
@@ -37,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.gpu.clients import SHAPES, Load, key, one_at_a_time, sweep
+from bench.gpu.clients import SHAPES, Load, key, one_at_a_time
 from bench.gpu.model import DEFAULT, Variant, build_checkpoint, publish_variant
 from bench.gpu.references import hf_fp16_eager, old_runtime
 from bench.gpu.report import against_references, serve_table, serve_targets, show_serve, tree_note
@@ -87,7 +85,7 @@ def serve_variant(
         if default or not single:
             levels = IN_FLIGHT if default else VARIANT_IN_FLIGHT
             early = not default or single
-            entry["sweep"] = sweep(load, url, name, shape, levels, args.warm, args.seconds, early)
+            entry["sweep"] = load.sweep(url, name, shape, levels, early)
         served[key(shape)] = entry
         print(f"{name} {shape}: {entry['one_at_a_time']}"[:200], flush=True)
     return served
@@ -100,10 +98,8 @@ def main() -> None:
     from google.protobuf import json_format
 
     on_gpu = torch.cuda.is_available()
-    device = "cuda:0" if on_gpu else "cpu"
+    device, repeat = ("cuda:0", 20) if on_gpu else ("cpu", 3)  # calls timed in-process
     variants = args.variant
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="docq-serve-"))
     result: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": torch.cuda.get_device_name(0) if on_gpu else "CPU (rehearsal)",
@@ -112,46 +108,43 @@ def main() -> None:
         "variants": [vars(v) | {"label": v.label} for v in variants],
         "settings": {k: getattr(args, k) for k in ("seconds", "warm", "requests", "processes")},
     }
-    t = time.perf_counter()
-    result["model"] = build_checkpoint(work / "checkpoint", args.tiny, device)
-    result["build_s"] = round(time.perf_counter() - t, 1)
-    print(f"model built in {result['build_s']} s: {result['model']}", flush=True)
-    result["old_runtime"] = old_runtime(work / "checkpoint", device, 20 if on_gpu else 5)
-    print(f"old runtime: { {k: v['p50_ms'] for k, v in result['old_runtime'].items()} }")
-    hf = hf_fp16_eager(work / "checkpoint", device, 20 if on_gpu else 3)
-    result["references"] = {"hf-fp16-eager": hf}
-    print(f"references: {json.dumps(result['references'])[:600]}", flush=True)
-    repo = work / "repo"
-    result["configs"] = {}
-    for v in variants:
-        config = publish_variant(repo, work / "checkpoint", v, on_gpu)
-        result["configs"][v.name] = json_format.MessageToDict(config)
-    log = args.out.with_name("triton.log")
-    t = time.perf_counter()
-    load = Load(args.processes)  # the clients spawn while the server loads
-    try:
-        with contextlib.ExitStack() as running:
-            while True:  # a variant that fails to load is reported, the others measured
-                names = [v.name for v in variants]
-                try:
-                    server = triton_server(repo, log, models=names, timeout=LOAD_TIMEOUT_S)
-                    url = running.enter_context(server)
-                    break
-                except LoadFailed as exc:
-                    if set(exc.failed) >= set(names):
-                        raise
-                    result.setdefault("load_failed", {}).update(exc.failed)
-                    print(f"not served, failed to load: {exc.failed}", flush=True)
-                    variants = [v for v in variants if v.name not in exc.failed]
-            result["server_ready_s"] = round(time.perf_counter() - t, 1)
-            print(f"tritonserver ready in {result['server_ready_s']} s", flush=True)
-            result["served"] = {
-                v.name: serve_variant(load, url, v.name, i == 0, args)
-                for i, v in enumerate(variants)
-            }
-    finally:
-        load.close()
-        shutil.rmtree(work, ignore_errors=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as running:
+        work = Path(tempfile.mkdtemp(prefix="docq-serve-"))
+        running.callback(shutil.rmtree, work, ignore_errors=True)
+        checkpoint, repo = work / "checkpoint", work / "repo"
+        t = time.perf_counter()
+        result["model"] = build_checkpoint(checkpoint, args.tiny, device)
+        result["build_s"] = round(time.perf_counter() - t, 1)
+        print(f"model built in {result['build_s']} s: {result['model']}", flush=True)
+        result["old_runtime"] = old_runtime(checkpoint, device, repeat)
+        print(f"old runtime: { {k: v['p50_ms'] for k, v in result['old_runtime'].items()} }")
+        result["references"] = {"hf-fp16-eager": hf_fp16_eager(checkpoint, device, repeat)}
+        print(f"references: {json.dumps(result['references'])[:600]}", flush=True)
+        result["configs"] = {
+            v.name: json_format.MessageToDict(publish_variant(repo, checkpoint, v, on_gpu))
+            for v in variants
+        }
+        log, t = args.out.with_name("triton.log"), time.perf_counter()
+        load = Load(args.processes, args.warm, args.seconds)  # spawned while the server loads
+        running.callback(load.close)
+        while True:  # a variant that fails to load is reported, the others measured
+            names = [v.name for v in variants]
+            try:
+                server = triton_server(repo, log, models=names, timeout=LOAD_TIMEOUT_S)
+                url = running.enter_context(server)
+                break
+            except LoadFailed as exc:
+                if set(exc.failed) >= set(names):
+                    raise
+                result.setdefault("load_failed", {}).update(exc.failed)
+                print(f"not served, failed to load: {exc.failed}", flush=True)
+                variants = [v for v in variants if v.name not in exc.failed]
+        result["server_ready_s"] = round(time.perf_counter() - t, 1)
+        print(f"tritonserver ready in {result['server_ready_s']} s", flush=True)
+        result["served"] = {
+            v.name: serve_variant(load, url, v.name, i == 0, args) for i, v in enumerate(variants)
+        }
     result["table"] = serve_table(result)
     result["targets"] = serve_targets(result["table"])
     result["against_references"] = against_references(result["table"], result["references"])
