@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -55,12 +54,10 @@ class Variant:
         (conversion/defaults.py), runtime parameters included."""
         from conversion.defaults import TORCH_GPU
 
-        def default(key: str) -> Any:
-            field_ = key.removeprefix(PARAM)
-            value = getattr(TORCH_GPU, field_, None)
-            return ("true" if value else "false") if isinstance(value, bool) else value
+        def default(key: str) -> str:  # a bool reads as a runtime parameter's `true`
+            return str(getattr(TORCH_GPU, key.removeprefix(PARAM), None)).lower()
 
-        return {k: v for k, v in self.overrides.items() if str(v) != str(default(k))}
+        return {k: v for k, v in self.overrides.items() if str(v).lower() != default(k)}
 
     @property
     def label(self) -> str:
@@ -103,11 +100,13 @@ def publish_variant(
     repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool, labels: Sequence[str] = LABELS
 ) -> Any:
     """`repo/<variant>/1/` as docq convert lays out a torch-gpu model (without its ONNX
-    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt, and
-    labels.txt naming `labels` (the checkpoint's, in order); returns its ModelConfig."""
+    gate, which needs the full vocabulary): the checkpoint and the runtime, and beside them
+    config.pbtxt, labels.txt naming `labels` (the checkpoint's, in order) and the
+    checkpoint's tokenizer files, through the converter's own write_metadata; returns its
+    ModelConfig."""
     from tritonclient.grpc import model_config_pb2 as mc
 
-    from conversion import convert, pbtxt
+    from conversion import convert, package, pbtxt
     from serving import runtimes
 
     # The converter's defaults (conversion/defaults.py) unless the variant sets a Target
@@ -128,8 +127,7 @@ def publish_variant(
     for path in checkpoint.iterdir():  # hard links: one copy of the weights on disk
         os.link(path, version / path.name)
     runtimes.install("torch_gpu", version)
-    pbtxt.write(config, model_dir / "config.pbtxt")
-    (model_dir / "labels.txt").write_text("".join(f"{x}\n" for x in labels), encoding="utf-8")
+    package.write_metadata(model_dir, config, labels, checkpoint)
     return config
 
 
@@ -166,16 +164,12 @@ def build_model(
     facts)."""
     from google.protobuf import json_format
 
-    tokenizer = work / "tokenizer"
-    tok = build_tokenizer(tokenizer)
     checkpoint = work / "checkpoint"
+    tok = build_tokenizer(checkpoint)  # where the old service and the converter find it
     shape = build_checkpoint(checkpoint, tiny, "cuda:0" if on_gpu else "cpu", tok)
-    for f in tokenizer.iterdir():  # the old service loads its tokenizer from here
-        shutil.copy2(f, checkpoint / f.name)
     repo = work / "repo"
     variant = Variant(MODEL, dict(overrides or {}))
     served = publish_variant(repo, checkpoint, variant, on_gpu)
-    shutil.copytree(tokenizer, repo / MODEL / "tokenizer")  # what docq's workers load
     facts = {"name": MODEL, **shape, "labels": list(LABELS), "overrides": variant.overrides}
     facts["tokenizer"] = f"{type(tok).__name__} (byte-level BPE), pad id {tok.pad_token_id}"
     facts |= {"label": variant.label, "config": json_format.MessageToDict(served)}
