@@ -63,30 +63,26 @@ class Variant:
     def label(self) -> str:
         """The name the reports print: the name, and any default it overrides, so a figure
         measured off the defaults says so (`b8 [max_batch_size=8]`)."""
-        departs = self.departures()
-        return self.name + (
-            f" [{','.join(f'{k}={v}' for k, v in departs.items())}]" if departs else ""
-        )
+        departs = ",".join(f"{k}={v}" for k, v in self.departures().items())
+        return f"{self.name} [{departs}]" if departs else self.name
 
 
-def build_checkpoint(folder: Path, tiny: bool, device: str, tok: Any = None) -> dict[str, Any]:
+def build_checkpoint(folder: Path, tiny: bool, device: str) -> dict[str, Any]:
     """A random RoBERTa classifier with 6 labels saved in `folder` (FP16 on a GPU, FP32 on a
-    CPU): RoBERTa-large's shape, or 2 layers for a CPU rehearsal; with `tok`, its vocabulary
-    and special ids (real documents tokenize: its ids index the embeddings, its <pad> is the
-    padding index RoBERTa derives position ids from). Returns the model's shape."""
+    CPU): RoBERTa-large's shape, or 2 layers for a CPU rehearsal. Its vocabulary and special
+    ids are RoBERTa's (VOCAB; <s> 0, <pad> 1, </s> 2), which build_tokenizer's keeps: real
+    documents tokenize into its embeddings, and its <pad> is the padding index RoBERTa
+    derives position ids from. Returns the model's shape."""
     import torch
     from transformers import AutoModelForSequenceClassification, RobertaConfig
 
     hidden, layers, heads = (64, 2, 2) if tiny else (1024, 24, 16)
-    ids = {"vocab_size": VOCAB}
-    if tok is not None:
-        ids = {"vocab_size": len(tok), "pad_token_id": tok.pad_token_id}
-        ids |= {"bos_token_id": tok.cls_token_id, "eos_token_id": tok.sep_token_id}
     config = RobertaConfig(
         hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
         intermediate_size=4 * hidden, max_position_embeddings=MAX_LEN + 2, type_vocab_size=1,
         num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)}, **ids,
+        label2id={label: i for i, label in enumerate(LABELS)}, vocab_size=VOCAB,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2,
     )  # fmt: skip
     torch.manual_seed(0)
     dtype = torch.float16 if device.startswith("cuda") else torch.float32
@@ -166,7 +162,7 @@ def build_model(
 
     checkpoint = work / "checkpoint"
     tok = build_tokenizer(checkpoint)  # where the old service and the converter find it
-    shape = build_checkpoint(checkpoint, tiny, "cuda:0" if on_gpu else "cpu", tok)
+    shape = build_checkpoint(checkpoint, tiny, "cuda:0" if on_gpu else "cpu")
     repo = work / "repo"
     variant = Variant(MODEL, dict(overrides or {}))
     served = publish_variant(repo, checkpoint, variant, on_gpu)
