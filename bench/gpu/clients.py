@@ -60,13 +60,11 @@ def _inputs(rows: int, length: int, last: float, seed: int) -> list[Any]:
     """The gRPC inputs of one request of windows(rows, length, seed, last)."""
     import tritonclient.grpc as grpcclient
 
-    ids, mask = windows(rows, length, seed, last)
-    inputs = []
-    for name, array in (("input_ids", ids), ("attention_mask", mask)):
-        tensor = grpcclient.InferInput(name, list(array.shape), "INT64")
-        tensor.set_data_from_numpy(array)
-        inputs.append(tensor)
-    return inputs
+    arrays = zip(("input_ids", "attention_mask"), windows(rows, length, seed, last), strict=True)
+    return [
+        grpcclient.InferInput(name, list(a.shape), "INT64").set_data_from_numpy(a)
+        for name, a in arrays
+    ]
 
 
 def load_task(
@@ -134,9 +132,6 @@ class Load:
             if early_stop and len(points) >= 4 and points[-1]["seq_s"] < 1.03 * best:
                 break
         return points
-
-    def close(self) -> None:
-        self.pool.terminate()
 
 
 def time_calls(call: Any, sync: Any, repeat: int, warm: int = 3, warm_s: float = 0) -> dict:

@@ -3,6 +3,7 @@ counters, CPU seconds per tier, and the command's time budget."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import threading
@@ -36,11 +37,9 @@ class GpuSampler:
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         for line in self._proc.stdout:
-            try:
+            with contextlib.suppress(ValueError):  # a line nvidia-smi could not fill
                 util, mem = (float(x) for x in line.split(","))
-            except ValueError:
-                continue
-            self.samples.append((time.monotonic(), util, mem))
+                self.samples.append((time.monotonic(), util, mem))
 
     def window(self, t0: float, t1: float) -> dict:
         """Utilisation (%) and memory (MiB) of the samples taken between t0 and t1."""
@@ -74,11 +73,9 @@ def gpu_processes() -> dict[int, float]:
     """MiB of GPU memory each process holds (nvidia-smi's compute apps); {} without one."""
     held = {}
     for line in _smi("--query-compute-apps=pid,used_memory"):
-        try:
+        with contextlib.suppress(ValueError):
             pid, mib = line.split(",")
             held[int(pid)] = float(mib)
-        except ValueError:
-            continue
     return held
 
 

@@ -128,7 +128,7 @@ def main() -> None:
         }
         log, t = args.out.with_name("triton.log"), time.perf_counter()
         load = Load(args.processes, args.warm, args.seconds)  # spawned while the server loads
-        running.callback(load.close)
+        running.callback(load.pool.terminate)
         while True:  # a variant that fails to load is reported, the others measured
             names = [v.name for v in variants]
             try:
