@@ -78,13 +78,9 @@ def load_task(
     def loop(slot: int) -> None:
         client = _client(url, slot)
         inputs = _inputs(rows, length, last, slot)
-        while time.time() < start_at:
-            time.sleep(0.001)
+        time.sleep(max(0.0, start_at - time.time()))
         begin, end = start_at + warm, start_at + warm + seconds
-        while True:
-            t = time.time()
-            if t >= end:
-                break
+        while (t := time.time()) < end:
             client.infer(model, inputs)
             done = time.time()
             if begin <= done < end:
