@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import platform
 import shutil
@@ -31,9 +30,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench import eval_forms
-from bench.eval_forms import FORMS, Item, frozen, items, render, sha256, unseen
-from bench.report import console, table
+from bench.eval_forms import FORMS, HASHES, Item, frozen, items, render, render_all, sha256, unseen
+from bench.report import console, table, write_json
+from conversion.evaluate import Accuracy
 from corpus.render.files import pool_map
 from docq.config import REPO_ROOT, Settings
 from docq.errors import ExtractionFailed
@@ -115,27 +114,21 @@ def confusion(truth: list[str], predicted: list[str], labels: list[str]) -> dict
     return {t: {p: counts[(t, p)] for p in columns} for t in labels}
 
 
-def _share(hits: list[bool]) -> float:
-    return round(sum(hits) / max(len(hits), 1), 4)
-
-
 def score(
     reads: list[Read], predicted: list[str], labels: list[str], target: float | None
 ) -> dict[str, Any]:
-    """One form's figures: accuracy, per label, confusion, and every miss."""
+    """One form's figures: accuracy (conversion.evaluate's, as the demo models' own
+    evaluation counts it), per label, confusion, and every miss."""
     truth = [r["label"] for r in reads]
     got = [FAILED if r["error"] else p for r, p in zip(reads, predicted, strict=True)]
-    hits = [g == t for g, t in zip(got, truth, strict=True)]
+    measured = Accuracy.of(got, truth, labels)
     same = [r["frozen"] for r in reads]
     return {
-        "n": len(reads),
-        "accuracy": _share(hits),
+        "n": measured.n,
+        "accuracy": round(measured.accuracy, 4),
         "target": target,
-        "per_label": {
-            label: _share([h for h, t in zip(hits, truth, strict=True) if t == label])
-            for label in labels
-        },
-        "support": {label: truth.count(label) for label in labels},
+        "per_label": {label: round(share, 4) for label, share in measured.per_class.items()},
+        "support": measured.support,
         "confusion": confusion(truth, got, labels),
         "extraction_failed": sum(1 for r in reads if r["error"]),
         "bytes_match_forms_sha256": None if None in same else sum(same),
@@ -150,8 +143,8 @@ def score(
                 "error": r["error"],
                 "text_start": r["text"][:TEXT_START],
             }
-            for r, g, h in zip(reads, got, hits, strict=True)
-            if not h
+            for r, g in zip(reads, got, strict=True)
+            if g != r["label"]
         ],
     }
 
@@ -187,13 +180,6 @@ def print_tables(report: dict[str, Any]) -> None:
     )
 
 
-def _documents(args: argparse.Namespace) -> list[Item]:
-    """The set's documents, of each `every`th only (in set order: where the core-seconds of
-    OCR, about one a page, are not there to spend)."""
-    every = items((args.model,)) if args.set == "blind" else unseen(args.n, args.seed)
-    return [i for i in every if i.index % args.every == 0]
-
-
 def _run(command: list[str]) -> str | None:
     """The first line `command` prints (None where it cannot run): what was measured."""
     if shutil.which(command[0]) is None:
@@ -203,8 +189,10 @@ def _run(command: list[str]) -> str | None:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Read every document in every form, classify, score."""
-    chosen = _documents(args)
+    """Read every document in every form (of each `--every`th only: where the core-seconds
+    of OCR, about one a page, are not there to spend), classify, score."""
+    every = items((args.model,)) if args.set == "blind" else unseen(args.n, args.seed)
+    chosen = [i for i in every if i.index % args.every == 0]
     reads = read_all(chosen, args.forms, args.processes)
     labels_of, labels = classifier(args.repository, args.model)
     onnx = args.repository / args.model / "1" / "model.onnx"
@@ -213,7 +201,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "command": " ".join(["python -m bench.accuracy", *args.argv]),
         "date": dt.datetime.now(dt.UTC).date().isoformat(),
         "model": args.model,
-        "model_sha256": hashlib.sha256(onnx.read_bytes()).hexdigest(),
+        "model_sha256": sha256(onnx.read_bytes()),
         "set": args.set,
         "documents": len(chosen),
         "labels": labels,
@@ -260,16 +248,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.set == "unseen" and args.model != "doc-type":
         parser.error("the unseen templates are doc-type's documents")
     if args.render:
-        digests = eval_forms.render_all(args.render, args.processes)
+        digests = render_all(args.render, args.processes)
         wrong = [name for name, digest in frozen().items() if digests.get(name) != digest]
         console.print(f"{len(digests)} files in {args.render}; {len(wrong)} differ from "
-                      f"{eval_forms.HASHES}: {wrong[:5]}")  # fmt: skip
+                      f"{HASHES}: {wrong[:5]}")  # fmt: skip
         raise SystemExit(1 if wrong else 0)
     if args.out is None:
         parser.error("--out is required (or --render)")
     report = measure(args)
     print_tables(report)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(args.out, report)
     console.print(f"raw JSON: {args.out}")
 
 

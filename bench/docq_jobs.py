@@ -1,5 +1,7 @@
-"""docq's side of both pipeline benches: jobs through its public API, as a client application
-sends them (one bulk upload timed to `succeeded`, and latency probes while bulk jobs run)."""
+"""What both pipeline benches run on docq's stack: jobs through its public API, as a client
+application sends them (one bulk upload timed to `succeeded`, the long upload, latency
+probes while bulk jobs run), and the ceiling they are held to: Triton alone on the same
+windows, packed by docq's own packer with the model's limits, with nothing in front of it."""
 
 from __future__ import annotations
 
@@ -11,9 +13,15 @@ from typing import Any
 
 import httpx
 
-from bench.procs import percentile, worker_batches
+from bench.corpus import padding_report, windows_of
+from bench.procs import CpuMeter, percentile, worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument
+from docq.catalog import ModelCatalog
+from docq.models import ModelSpec
+from docq.text.packing import Batch, pack
+from docq.text.windowing import Window
+from workers.inference import TritonInference
 
 JSON = {"content-type": "application/json"}  # a body encoded once, sent as it is
 
@@ -59,20 +67,27 @@ def all_results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def run_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
-    """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`."""
+def run_docq(
+    stack: Stack, docs: Sequence[LabelledDocument], small: Sequence[LabelledDocument] = ()
+) -> dict[str, Any]:
+    """Throughput: one bulk upload of the corpus, timed from the upload to `succeeded`; with
+    `small`, 3-document jobs of them meanwhile, from the workers' first batch (SmallJobs)."""
+    probe = SmallJobs(stack, small, SMALL_DURING_BULK_S, ready=started(stack)) if small else None
     http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120)
     before = worker_batches(stack.bulk_ports)
     meter = stack.meter()
     meter.start()
-    t0 = time.perf_counter()
+    t0 = time.monotonic()
     job_id, accept_ms = submit(http, docs)
     job = wait_job(http, job_id, 0.25)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.monotonic() - t0
     after = worker_batches(stack.bulk_ports)
     sent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
     results = sum(1 for r in all_results(http, job_id) if "label" in r)
-    return {
+    small_jobs = (
+        {"small_jobs": small_job_stats(probe.stop(), t0, time.monotonic())} if probe else {}
+    )
+    return small_jobs | {
         "computed_tokens": int(sent["docq_worker_tokens_totalcomputed"]),
         "real_tokens": int(sent["docq_worker_tokens_totalreal"]),
         "batches": int(sent["docq_worker_batches_total"]),
@@ -93,9 +108,65 @@ def run_docq(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
     }
 
 
+def upload_long(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any]:
+    """One client uploads `docs` in one request: the answer's latency, then the results."""
+    with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120) as http:
+        t = time.monotonic()
+        job_id, accept_ms = submit(http, docs)
+        job = wait_job(http, job_id, 0.1)
+        done = time.monotonic() - t
+    return {
+        "documents": len(docs),
+        "answer": f"202 after {accept_ms:.0f} ms",
+        "accept_ms": round(accept_ms, 1),
+        "status": job["status"],
+        "results_after_s": round(done, 2),
+        "failed": job["progress"]["documents_failed"],
+    }
+
+
+def ceiling_batches(windows: Sequence[Window], model: ModelSpec) -> list[Batch]:
+    """The corpus's windows packed as docq's batcher packs them (the model's batch size and
+    token budget), sorted over the whole corpus at once: the least padding this packer can
+    give, so the ceiling never computes more than docq's workers."""
+    return pack(windows, model.max_batch_size, model.budget, ragged=model.ragged)
+
+
+def run_triton_alone(stack: Stack, docs: Sequence[LabelledDocument], model: str) -> dict[str, Any]:
+    """The ceiling: the corpus's windows as ceiling_batches() packs them, straight to Triton
+    with twice the requests outstanding that docq's bulk workers keep, timed from the first
+    request to the last answer; tokenizing happens before the clock starts."""
+    catalog = ModelCatalog(stack.triton_url, stack.repo)
+    spec = catalog.spec(model)
+    catalog.close()
+    windows = windows_of(docs, spec)
+    batches = ceiling_batches(windows, spec)
+    in_flight = 2 * stack.bulk_workers * stack.settings.triton_max_in_flight
+    triton = TritonInference(stack.triton_url, max_in_flight=in_flight, timeout_s=300)
+    meter = CpuMeter({"triton": stack.triton_pid})
+    meter.start()
+    t0 = time.perf_counter()
+    triton.infer(spec, batches)
+    elapsed = time.perf_counter() - t0
+    triton.close()
+    return {
+        "documents": len(docs),
+        "windows": len(windows),
+        "batches": len(batches),
+        "computed_tokens": sum(b.computed_tokens for b in batches),
+        "real_tokens": sum(b.real_tokens for b in batches),
+        "in_flight": in_flight,
+        "elapsed_s": round(elapsed, 1),
+        "docs_per_s": round(len(docs) / elapsed, 3),
+        "cpu_s": meter.stop(),
+        "padding": padding_report(windows, batches),
+    }
+
+
 ACCEPT_UPLOADS = 200  # 1,000-document uploads the acceptance probe times
 ACCEPT_EVERY_S = 0.5  # between two of them
 SMALL_EVERY_S = 2.0  # between two 3-document jobs of the CPU bench's probe
+SMALL_DURING_BULK_S = 0.5  # between two 3-document jobs during the GPU bench's bulk job
 
 
 class SmallJobs:
@@ -140,6 +211,17 @@ class SmallJobs:
         self._running.clear()
         self._thread.join(90)
         return self.samples
+
+
+def started(stack: Stack) -> Callable[[], bool]:
+    """True once the bulk workers sent a batch more than when this was made: the GPU bench's
+    small jobs start with the bulk job's first batch."""
+
+    def sent() -> float:
+        return sum(v for k, v in worker_batches(stack.bulk_ports).items() if "batches" in k)
+
+    base = sent()
+    return lambda: sent() > base
 
 
 def small_job_stats(samples: Sequence[tuple[float, float, str]], t0: float, t1: float) -> dict:

@@ -1,24 +1,16 @@
 """`make bench`: docq against the old architecture, side by side, in one run on this machine.
 
-1. baseline: the old architecture (bench/baseline/app.py: Gunicorn + Uvicorn workers, the
-   PyTorch FP32 model in each worker, one synchronous request per document), tuned: each
-   worker runs cores / workers torch threads, and a sweep over the worker counts
-   (`--baseline-workers`, 1, 2 and 4 by default, on the first 300 documents) keeps the
-   best; the best then classifies every document of the corpus;
-2. docq: one bulk upload of the same corpus through the API, Celery workers and a real
-   Triton, until the job succeeds;
-3. the ceiling: Triton alone gets the same windows packed by docq's packer with the model's
-   batch size and token budget, sorted over the whole corpus (never more padding than
-   docq's batcher sends), tokenized before the clock starts, with twice the requests
-   outstanding that docq's workers keep. pipeline_efficiency = docq / ceiling; it can
-   exceed 1 only if docq computed fewer tokens, which `work_ratio` shows;
-4. latency probes while bulk jobs run: 200 1,000-document uploads (acceptance latency,
-   each cancelled at once) and 3-document jobs (upload to result).
+1. baseline: the old architecture (bench/baseline/: Gunicorn workers, each with the PyTorch
+   FP32 model and cores / workers torch threads, one request per document), swept over
+   `--baseline-workers` on the first 300 documents; the best then classifies every one;
+2. docq: one bulk upload of the same corpus through the API, Celery workers and Triton;
+3. the ceiling: Triton alone on the same windows (bench.docq_jobs.run_triton_alone);
+   pipeline_efficiency = docq / ceiling, with the work each computed (`work_ratio`);
+4. latency probes while bulk jobs run: 1,000-document uploads and 3-document jobs.
 
-`--cores N` runs the whole bench (every process it starts) on the first N cores of this
-machine, so that the same command measures a 2-core box on a 16-core one; the baseline's
-threads follow it. Prints a table and writes `--out` (bench/results/pipeline.json, ignored
-by git: a rehearsal stays there; a run docs/performance.md quotes is written to bench/runs/).
+`--cores N` runs every process it starts on this machine's first N cores. Prints a table and
+writes `--out` (bench/results/, ignored by git; a run the docs quote goes to bench/runs/).
+How each side is measured, and the figures: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -32,8 +24,7 @@ import time
 from pathlib import Path
 
 from bench.baseline.sweep import run_baseline
-from bench.ceiling import run_triton_alone
-from bench.docq_jobs import run_docq, run_probes
+from bench.docq_jobs import run_docq, run_probes, run_triton_alone
 from bench.procs import use_cores
 from bench.report import console, print_table, summarise, write_json
 from bench.stack import Stack

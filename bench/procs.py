@@ -1,18 +1,17 @@
-"""What the benches measure besides the clock: CPU time of process trees, read from /proc
-(how much CPU each tier of a stack used), percentiles, and the workers' batcher counters
+"""What the benches measure besides the clock: CPU time of process trees, read through
+psutil (how much CPU each tier of a stack used), percentiles, and the workers' batcher counters
 (their metrics endpoints); and the cores a bench and every process it starts may run on."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import httpx
 import numpy as np
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
-
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def use_cores(cores: int) -> list[int]:
@@ -25,26 +24,21 @@ def use_cores(cores: int) -> list[int]:
     return chosen
 
 
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds of the process itself) or None if it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw.rsplit(")", 1)[1].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK
-
-
 def tree(root: int) -> list[int]:
     """The pid and all its descendants alive now."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (st := _stat(int(entry.name))) is not None:
-            parents[int(entry.name)] = st[0]
-    out, frontier = [root], [root]
-    while frontier:
-        frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
-        out += frontier
+    try:
+        return [root, *(p.pid for p in psutil.Process(root).children(recursive=True))]
+    except psutil.NoSuchProcess:
+        return [root]
+
+
+def _cpu_s(pids: list[int]) -> dict[int, float]:
+    """{pid: CPU seconds of the process itself, user and system}, of those still alive."""
+    out = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = psutil.Process(pid).cpu_times()
+            out[pid] = times.user + times.system
     return out
 
 
@@ -56,13 +50,7 @@ class CpuMeter:
         self._start: dict[str, dict[int, float]] = {}
 
     def _sample(self) -> dict[str, dict[int, float]]:
-        out: dict[str, dict[int, float]] = {}
-        for name, root in self.roots.items():
-            out[name] = {}
-            for pid in tree(root):
-                if (st := _stat(pid)) is not None:
-                    out[name][pid] = st[1]
-        return out
+        return {name: _cpu_s(tree(root)) for name, root in self.roots.items()}
 
     def start(self) -> None:
         self._start = self._sample()
@@ -79,30 +67,10 @@ class CpuMeter:
 
 
 def listener(port: int) -> int:
-    """The pid of the process listening on TCP `port` (IPv4 or IPv6), read from /proc."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
-                inodes.add(f"socket:[{fields[9]}]")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fds = list((entry / "fd").iterdir())
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(fd) in inodes:
-                    return int(entry.name)
-            except OSError:
-                continue
+    """The pid of the process listening on TCP `port` (IPv4 or IPv6)."""
+    for conn in psutil.net_connections("tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr.port == port and conn.pid:
+            return conn.pid
     raise LookupError(f"no process listens on port {port}")
 
 

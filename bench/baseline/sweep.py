@@ -1,12 +1,15 @@
-"""The old architecture's side of the bench: its server (bench/baseline/app.py, started by
-devstack/) swept over worker counts, each point driven by synchronous clients, one request
-per document, as its users drove it."""
+"""The old architecture's side of both pipeline benches: its server (bench/baseline/app.py,
+started by devstack/) swept over worker counts, each point driven by synchronous clients,
+one request per document, as its users drove it; on the CPU tuned to the cores, on a GPU in
+FP16 and FP32 with the GPU memory each worker holds and the long upload in one request."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
+import signal
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -15,13 +18,15 @@ from typing import Any
 
 import httpx
 
-from bench.procs import CpuMeter, percentile
+from bench.gpu.measure import Budget, GpuSampler, gpu_processes
+from bench.procs import CpuMeter, percentile, tree
 from bench.report import console
 from corpus.doc_type import LabelledDocument
 from devstack import services
 
 SWEEP_DOCUMENTS = 300  # documents per sweep point; the best then runs every document
 CLIENTS_PER_WORKER = 4  # enough that every worker always has a request waiting
+LONG_TIMEOUT_S = 60.0  # the long upload's client waits this long for the old service
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +118,20 @@ def sweep_point(
         meter.start()
         result = asyncio.run(drive(url, docs, config.clients, 60.0))
         result["cpu_s"] = meter.stop()
+        pids = set(tree(gunicorn))
         yield dataclasses.asdict(config) | result, url, gunicorn
+    # A worker still inside an abandoned call (the long upload's) outlives its master's stop
+    # and would hold the GPU into the next phase: end what is left of this server.
+    end_leftovers(pids)
+
+
+def end_leftovers(pids: set[int]) -> None:
+    """SIGKILL those of `pids` still alive that run the old architecture's app (a pid reused
+    since by another process is left alone)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if b"bench.baseline.app" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
 
 
 def run_baseline_config(
@@ -126,8 +144,8 @@ def run_baseline_config(
 def run_baseline(
     docs: Sequence[LabelledDocument], cores: int, workers: Sequence[int], workdir: Path
 ) -> dict[str, Any]:
-    """The tuned old architecture: the sweep over `workers` on the first SWEEP_DOCUMENTS
-    documents, then its best configuration on every document."""
+    """The tuned old architecture on the CPU: the sweep over `workers` on the first
+    SWEEP_DOCUMENTS documents, then its best configuration on every document."""
     configs = baseline_configs(cores, workers, CLIENTS_PER_WORKER)
     n = min(SWEEP_DOCUMENTS, len(docs))
     sweep = []
@@ -143,3 +161,79 @@ def run_baseline(
         console.print(f"    best {chosen}: every document")
         full = run_baseline_config(chosen, docs, workdir)
     return full | {"sweep": sweep, "sweep_documents": n}
+
+
+def sample(docs: Sequence[LabelledDocument], n: int) -> list[int]:
+    """`n` indices spread evenly over `docs`: a sample with the corpus's mix of lengths (the
+    first n documents are not: the first 400 held 2.45 windows each against 2.34)."""
+    n = min(n, len(docs))
+    return [int(i * len(docs) / n) for i in range(n)]
+
+
+def upload_long_baseline(url: str, docs: Sequence[LabelledDocument], timeout: float) -> dict:
+    """One upload of `docs` to the old service's bulk call, by a client that waits `timeout`."""
+    body = {"documents": [{"id": d.id, "text": d.text} for d in docs]}
+    t = time.monotonic()
+    classified = 0
+    try:
+        resp = httpx.post(f"{url}/classify/batch", json=body, timeout=timeout)
+        seen = f"HTTP {resp.status_code} after {time.monotonic() - t:.1f} s"
+        classified = len(resp.json()) if resp.status_code == 200 else 0
+    except httpx.TimeoutException:
+        seen = f"timed out after {time.monotonic() - t:.1f} s (client timeout {timeout:.0f} s)"
+    except httpx.HTTPError as exc:
+        seen = f"{type(exc).__name__} after {time.monotonic() - t:.1f} s"
+    return {
+        "documents": len(docs),
+        "answer": seen,
+        "elapsed_s": round(time.monotonic() - t, 2),
+        "classified": classified,
+    }
+
+
+def run_baseline_gpu(
+    docs: Sequence[LabelledDocument],
+    windows: int,
+    long_docs: Sequence[LabelledDocument],
+    workers: dict[str, list[int]],
+    workdir: Path,
+    sampler: GpuSampler,
+    budget: Budget,
+) -> dict[str, Any]:
+    """The old architecture on the GPU, in each precision of `workers` (FP16: `model.half()`,
+    SDPA, the skeptic's first try; FP32 as it ran) swept over its worker counts on `docs`,
+    with the GPU memory each worker holds; the long upload in one request on FP32's last
+    point."""
+    out: dict[str, Any] = {"documents": len(docs), "windows": windows}
+    for precision, counts in workers.items():
+        os.environ["BASELINE_PRECISION"] = precision  # read by bench/baseline/app.py
+        configs = baseline_configs(os.cpu_count() or 1, counts, CLIENTS_PER_WORKER)
+        points: list[dict[str, Any]] = []
+        for config in configs:
+            long = long_docs if precision == "fp32" and config == configs[-1] else []
+            need = 45 + (LONG_TIMEOUT_S + 5 if long else 0)  # start, run; long
+            if not budget.allows(need, f"baseline {precision} with {config.workers} workers"):
+                break
+            console.print(f"  baseline {precision} {config}: {len(docs)} documents")
+            with sweep_point(config, docs, workdir, warm=True) as (point, url, gunicorn):
+                end = time.monotonic()  # drive's clock ran from the first request to the last
+                point["precision"] = precision
+                point["windows_per_s"] = round(windows / point["elapsed_s"], 1)
+                point["gpu"] = sampler.window(end - point["elapsed_s"], end)
+                # What each worker holds once it has served: its copy, its CUDA context and
+                # what PyTorch's allocator keeps of the activations.
+                pids = set(tree(gunicorn))
+                held = sorted(mib for pid, mib in gpu_processes().items() if pid in pids)
+                point["gpu_mib_per_worker"] = held
+                points.append(point)
+                console.print(f"    {point['docs_per_s']} docs/s, GPU MiB per worker {held}")
+                if long:
+                    got = upload_long_baseline(url, long, LONG_TIMEOUT_S)
+                    out["long_upload"] = got | {"precision": precision}
+                    console.print(f"    {len(long)} long documents in one request: {got}")
+                    # The worker still inside the abandoned call would make the master's
+                    # graceful stop wait for it: end the workers first.
+                    end_leftovers(pids - {gunicorn})
+        best = max(points, key=lambda p: p["docs_per_s"]) if points else {}
+        out[precision] = {"sweep": points, "best": best}
+    return out

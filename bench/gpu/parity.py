@@ -23,9 +23,10 @@ overlapped execute; bench/gpu/gate.py), both models at once, and writes `gate.js
 the commit it ran at; `mark` writes into a published result whether its gate ran at the
 same commit.
 
-`--cpu --runtimes fused|openvino` needs that runtime's package for Python 3.12 carried
-(docs/performance.md, Parity, has the calls); `pack-openvino WHEEL...` makes OpenVINO small
-enough to travel.
+`--cpu` gates each model's CPU runtime as `make up` serves it (the fused ONNX graph), with
+the exporter this checkout tests carried (`devstack.carry.pack --profile convert`;
+docs/performance.md, Parity, has the calls). OpenVINO, which the GPU host lacks, is gated
+where it is installed: `docq convert --runtime openvino-cpu`, then `docq validate`.
 """
 
 from __future__ import annotations
@@ -76,49 +77,12 @@ def pack(n: int) -> None:
         print(f"  {piece.parent} ({piece.stat().st_size / 2**20:.1f} MiB)")
 
 
-# What a CPU run of OpenVINO leaves out of its wheel, to travel with the rest (59 MB -> 22):
-# the GPU and NPU plugins and the frontends of other frameworks (ONNX and IR stay).
-OPENVINO_UNUSED = (
-    "libopenvino_intel_gpu_plugin", "libopenvino_intel_npu_plugin",
-    *(f"libopenvino_{fw}_frontend" for fw in ("tensorflow", "tensorflow_lite", "paddle",
-                                              "pytorch", "jax", "gguf")),
-)  # fmt: skip
-OPENVINO_SITE = Path(".ov/openvino-site.tar.xz")
-
-
-def pack_openvino(wheels: list[Path]) -> None:
-    """`.ov/openvino-site.tar.xz`: the wheels (openvino, openvino-telemetry) unpacked as a
-    site folder, less OPENVINO_UNUSED; there, untar into a folder on PYTHONPATH."""
-    import tarfile
-    import tempfile
-    import zipfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        for wheel in wheels:
-            with zipfile.ZipFile(wheel) as zf:
-                zf.extractall(tmp)
-        for lib in Path(tmp).rglob("libopenvino_*"):
-            if lib.name.split(".so")[0] in OPENVINO_UNUSED:
-                lib.unlink()
-        OPENVINO_SITE.parent.mkdir(exist_ok=True)
-        with tarfile.open(OPENVINO_SITE, "w:xz") as tar:
-            for path in sorted(Path(tmp).iterdir()):
-                tar.add(path, arcname=path.name)
-    print(f"{OPENVINO_SITE}: {OPENVINO_SITE.stat().st_size / 1e6:.1f} MB")
-
-
 def stash(folder: Path) -> None:
-    """Keep a carried model folder, or a part of the two (`.parity/part-N`), on the device
-    for a later call (the tree does not stay)."""
-    if folder.name.startswith("part-"):
-        for piece in folder.iterdir():
-            keep(STASH, piece)
-        print(f"stashed {sorted(p.name for p in (STASH / 'parts').iterdir())}")
-        return
-    dest = STASH / folder.name
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(folder, dest)
-    print(f"stashed {folder} in {dest}: {sorted(p.name for p in dest.iterdir())}")
+    """Keep a part of the two models (`.parity/part-N`) on the device for a later call (the
+    tree does not stay)."""
+    for piece in folder.iterdir():
+        keep(STASH, piece)
+    print(f"stashed {sorted(p.name for p in (STASH / 'parts').iterdir())}")
 
 
 def restore(name: str, work: Path, fill: str = "nan") -> Path:
@@ -134,7 +98,6 @@ class Run(argparse.Namespace):
     n: int
     reference: str
     threads: int
-    runtimes: list[str]
     models: list[str]
     variant: list[str]
     batch_size: int
@@ -142,15 +105,13 @@ class Run(argparse.Namespace):
     budget_s: float
 
 
-def validate(run: Run, checkpoint: Path, candidates: list[str], corpus: str, out: str) -> int:
+def validate(run: Run, checkpoint: Path, candidate: str, corpus: str, out: str) -> int:
     cmd = [
         sys.executable, "-m", "conversion.cli", "validate", str(checkpoint),
-        "--reference", run.reference, "--corpus", corpus, "--n", str(run.n),
-        "--seed", str(SEED), "--batch-size", str(run.batch_size), "--out", str(run.out / out),
-        "--threads", str(run.threads),
+        "--candidate", candidate, "--reference", run.reference, "--corpus", corpus,
+        "--n", str(run.n), "--seed", str(SEED), "--batch-size", str(run.batch_size),
+        "--out", str(run.out / out), "--threads", str(run.threads),
     ]  # fmt: skip
-    for spec in candidates:
-        cmd += ["--candidate", spec]
     print("+", " ".join(cmd), flush=True)
     return subprocess.run(cmd).returncode
 
@@ -203,33 +164,25 @@ def run_gpu(run: Run, work: Path) -> dict[str, int]:
     return codes
 
 
-# label: docq convert's flags, the candidate spec of what it stages
-CPU_RUNTIMES = {
-    "fused": (["--runtime", "onnx-cpu", "--fuse"], "onnx:{}/model.onnx"),
-    "openvino": (["--runtime", "openvino-cpu"], "openvino:fp32:{}/model.xml"),
-}
-
-
 def run_cpu(run: Run, work: Path) -> dict[str, int]:
-    """Both models' CPU runtimes, built here by `docq convert` from the checkpoint with the
-    unused rows zeroed (its ONNX check feeds random tokens); the reference keeps NaN rows.
-    The exporter must be the tested one: `devstack.carry.pack --profile convert` carries it."""
+    """Each model's fused ONNX graph, built here by `docq convert` from the checkpoint with
+    the unused rows zeroed (its ONNX check feeds random tokens); the reference keeps NaN
+    rows. The exporter must be the tested one: `devstack.carry.pack --profile convert`."""
     codes = {}
     for name in run.models:
         zeroed, reference = restore(name, work, fill="zero"), restore(name, work)
-        candidates = []
-        for label in run.runtimes:
-            flags, spec = CPU_RUNTIMES[label]
-            workdir = work / f"convert-{name}-{label}"
-            cmd = [
-                sys.executable, "-m", "conversion.cli", "convert", str(zeroed), "--name", name,
-                *flags, "--threads", str(run.threads), "--workdir", str(workdir),
-            ]  # fmt: skip
-            print("+", " ".join(cmd), flush=True)
-            subprocess.run(cmd, check=True)
-            candidates.append(spec.format(workdir / name / "version"))
-        out = f"{name}-{run.n}-cpu-{'-'.join(run.runtimes)}"
-        codes[f"{name}-cpu"] = validate(run, reference, candidates, name, out)
+        workdir = work / f"convert-{name}"
+        cmd = [
+            sys.executable, "-m", "conversion.cli", "convert", str(zeroed), "--name", name,
+            "--runtime", "onnx-cpu", "--fuse", "--threads", str(run.threads),
+            "--workdir", str(workdir),
+        ]  # fmt: skip
+        print("+", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+        candidate = f"onnx:{workdir / name / 'version' / 'model.onnx'}"
+        codes[f"{name}-cpu"] = validate(
+            run, reference, candidate, name, f"{name}-{run.n}-cpu-fused"
+        )
     return codes
 
 
@@ -238,7 +191,6 @@ def main() -> None:
     sub = ap.add_subparsers(dest="step", required=True)
     sub.add_parser("pack").add_argument("--n", type=int, default=N)
     sub.add_parser("stash").add_argument("folder", type=Path)
-    sub.add_parser("pack-openvino").add_argument("wheels", type=Path, nargs="+")
     marks = sub.add_parser("mark", help="set serve/pipeline JSONs beside the gate's commit")
     marks.add_argument("gate", type=Path)
     marks.add_argument("results", type=Path, nargs="+")
@@ -246,11 +198,7 @@ def main() -> None:
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--n", type=int, default=N)
     run.add_argument("--gpu", action=argparse.BooleanOptionalAction, default=True)
-    run.add_argument("--cpu", action="store_true", help="both models' CPU runtimes too")
-    run.add_argument(
-        "--runtimes", type=lambda v: v.split(","), default=list(CPU_RUNTIMES),
-        help=f"with --cpu, which of {','.join(CPU_RUNTIMES)} (comma-separated)",
-    )  # fmt: skip
+    run.add_argument("--cpu", action="store_true", help="the models' fused ONNX graphs too")
     run.add_argument(
         "--models", type=lambda v: v.split(","), default=list(MODELS),
         help="with --cpu, which models (comma-separated): one a call keeps it under 10 minutes",
@@ -276,8 +224,6 @@ def main() -> None:
         return pack(args.n)
     if args.step == "stash":
         return stash(args.folder)
-    if args.step == "pack-openvino":
-        return pack_openvino(args.wheels)
     if args.step == "mark":
         return print("\n".join(mark(args.gate, args.results)))
     args.out.mkdir(parents=True, exist_ok=True)

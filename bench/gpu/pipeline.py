@@ -1,30 +1,20 @@
 """The whole docq pipeline on one GPU host, against the old architecture on the same GPU.
 
-On a CUDA host (devstack/carry/pack.py, remote.sh) it starts what `make up` starts, on free ports
-(bench.stack): redis-server, tritonserver serving a RoBERTa-large-shaped `torch-gpu`
-classifier (random weights, FP16, a RoBERTa tokenizer, laid out by docq's converter as
-bench/gpu/serve.py does: model.py), the API, the small-job lane's worker and `--workers`
-bulk Celery worker processes. Then, in this order (a phase is skipped once `--budget-s`
-would be overrun, and the JSON is rewritten after each one, so a run cut short keeps what
-it measured):
-
-1. docq: one upload of `--docs` documents of the bench corpus (corpus.doc_type.generate,
-   SEED), timed from the upload to `succeeded`, while 3-document jobs go through the
-   small-job lane (runs.run_bulk); docs/s, windows/s, GPU utilisation, CPU per tier;
-2. the ceiling: Triton alone on the same windows packed over the whole corpus
-   (bench.ceiling.run_triton_alone), which the pipeline's throughput is given as a share of
+It starts what `make up` starts, on free ports (bench.stack), serving a RoBERTa-large-shaped
+`torch-gpu` classifier (random weights, FP16: model.py), with `--workers` bulk workers. Then
+(a phase is skipped once `--budget-s` would be overrun; the JSON is rewritten after each):
+1. docq: one upload of `--docs` documents of the bench's corpus, timed to `succeeded`, with
+   3-document jobs meanwhile; docs/s, windows/s, GPU utilisation, CPU per tier;
+2. the ceiling: Triton alone on the same windows, as the CPU bench measures it
    (`pipeline_efficiency`); `--skip ceiling` leaves it out;
 3. one client uploading the `--long-documents` longest documents in one request;
-4. the old architecture (bench/baseline/app.py: one model copy per Gunicorn worker, one
-   synchronous request per document) in FP16 and in FP32, each swept over its worker counts
-   on `--baseline-documents` documents spread over the corpus, and the same long upload
-   (baseline.py); `--skip baseline` leaves it out.
+4. the old architecture in FP16 and FP32 (bench.baseline.sweep), each swept over its worker
+   counts on `--baseline-documents` documents spread over the corpus, and the same long
+   upload; `--skip baseline` leaves it out.
+Prints the tables (bench.report) and writes `--out`; docs/performance.md has the commands.
 
-Prints the tables (report.py) and writes `--out`.
-
-    # on the GPU host (docs/performance.md has the exact command):
+    # on the GPU host (devstack/carry/remote.sh), and a rehearsal on a CPU machine:
     source devstack/carry/remote.sh && python3 -m bench.gpu.pipeline --out $OUT/pipeline.json
-    # rehearsal on a CPU machine (the wheel's CPU tritonserver, a 2-layer model):
     nice -n 10 .venv/bin/python -m bench.gpu.pipeline --tiny --out /tmp/pipeline.json
 """
 
@@ -42,16 +32,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.ceiling import run_triton_alone
+from bench.baseline.sweep import run_baseline_gpu, sample
 from bench.corpus import generate_parallel, longest, window_counts
-from bench.docq_jobs import run_docq
-from bench.gpu.baseline import run_baseline_gpu, sample
-from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, triton_stats
+from bench.docq_jobs import run_docq, run_triton_alone, upload_long
+from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL, Variant, build_model
-from bench.gpu.report import show, summarise, tree_note
-from bench.gpu.runs import run_bulk, upload_long_docq
+from bench.gpu.report import tree_note
 from bench.pipeline import SEED, SHARD_SIZE  # the CPU bench's corpus seed and shards
-from bench.report import console, write_json
+from bench.report import console, show_gpu, summarise_gpu, write_json
 from bench.stack import Stack
 from corpus.doc_type import generate
 
@@ -109,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     }
 
     def save() -> None:
-        r["summary"] = summarise(r)
+        r["summary"] = summarise_gpu(r)
         write_json(args.out, r)
 
     def phase(name: str, fn: Callable[[], Any], timeout: float | None = None) -> Any:
@@ -174,7 +162,19 @@ def main(argv: list[str] | None = None) -> None:
             phase("warm-up", lambda: run_docq(stack, warm), timeout=90)
 
             def bulk() -> dict[str, Any]:
-                out = run_bulk(stack, docs, sum(counts), sampler, small)
+                """run_docq, with small jobs, GPU samples, windows/s and CPU per tier."""
+                before = triton_stats(stack.triton_url, MODEL)
+                t0 = time.monotonic()
+                out = run_docq(stack, docs, small)
+                t1 = time.monotonic()
+                out["triton"] = stats_delta(before, triton_stats(stack.triton_url, MODEL))
+                out["workers"], out["windows"] = stack.bulk_workers, sum(counts)
+                out["windows_per_s"] = round(sum(counts) / out["elapsed_s"], 1)
+                out["gpu"] = sampler.window(t0, t1)
+                out["cpu_s"] = out["cpu_s"] | {"tiers": tiers(out["cpu_s"])}
+                worker_s = out["cpu_s"]["tiers"].get("bulk workers", 0.0)
+                out["worker_cpu_ms_per_doc"] = round(1000 * worker_s / len(docs), 2)
+                out["worker_cores_busy"] = round(worker_s / out["elapsed_s"], 2)
                 console.print(f"docq: {out['docs_per_s']} docs/s, {out['windows_per_s']} windows/s")
                 return out
 
@@ -197,7 +197,9 @@ def main(argv: list[str] | None = None) -> None:
             r["long_upload"] = {}
             if budget.allows(30, "long upload to docq"):
                 r["long_upload"]["docq"] = phase(
-                    "long upload, docq", lambda: upload_long_docq(stack, long_docs), timeout=120
+                    "long upload, docq",
+                    lambda: upload_long(stack, long_docs),
+                    timeout=120,
                 )
                 console.print(f"docq long upload: {r['long_upload']['docq']}")
             if "baseline" not in args.skip:
@@ -206,9 +208,11 @@ def main(argv: list[str] | None = None) -> None:
                 picked = sample(docs, args.baseline_documents)  # the corpus's mix
                 base_docs, windows = [docs[i] for i in picked], sum(counts[i] for i in picked)
 
+                workers = {"fp16": args.baseline_workers_fp16, "fp32": args.baseline_workers}
+
                 def baseline() -> dict[str, Any]:
                     out = run_baseline_gpu(
-                        base_docs, windows, long_docs, args, work, sampler, budget
+                        base_docs, windows, long_docs, workers, work, sampler, budget
                     )
                     r["long_upload"]["baseline"] = out.pop("long_upload", {})
                     return out
@@ -217,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         sampler.stop()
         save()
-    show(r)
+    show_gpu(r)
     console.print(f"wrote {args.out}")
 
 

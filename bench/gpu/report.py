@@ -1,25 +1,16 @@
-"""The GPU benches' reports: which code ran, and for each bench its summary, the targets it
-is held to and the tables it prints. The pipeline bench's summary comes from the phases that
-ran; the serve bench's is one row per shape (served against the old runtime), with the
-in-process reference set beside it."""
+"""The GPU serve bench's report (one row per shape, served against the old runtime, with the
+in-process reference set beside it, and its targets), and which code a GPU run ran. The GPU
+pipeline bench's report is the CPU bench's module, bench/report.py."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from typing import Any
 
 from bench.gpu.clients import SHAPES, key
-from bench.report import console, efficiency, met, table
+from bench.report import console, met, table
 from docq.config import REPO_ROOT
 
-TARGETS = {
-    "pipeline_efficiency": ">= 0.9",  # docq / Triton alone
-    # docq / the old architecture's best, per window, with 0 failures: against FP16 where it
-    # ran (issue 40: the architecture's gain, not precision's), else FP32
-    "ratio": ">= 8.0",
-    "small_job_p95_s": "<= 1.0",  # 3-document jobs during the bulk job
-}
 SERVE_TARGETS = {
     "p50_ms_1x512": "<= 2.5",  # (1,512) one at a time, p50
     "seq_s_7x512": ">= 1600",  # (7,512) saturated
@@ -41,102 +32,6 @@ def tree_note() -> str:
     except OSError:
         return "unknown"
     return f"HEAD {head.stdout.decode()}changed from it:\n{status.stdout.decode()}"
-
-
-def summarise(r: dict[str, Any]) -> dict[str, Any]:
-    """The headline figures and each target, from the phases that ran."""
-    main, ceiling = r.get("docq", {}), r.get("ceiling", {})
-    base = r.get("baseline", {})
-    s: dict[str, Any] = {
-        "docq_docs_per_s": main.get("docs_per_s"),
-        "docq_windows_per_s": main.get("windows_per_s"),
-        "docq_failures": main.get("failures"),
-        "ceiling_docs_per_s": ceiling.get("docs_per_s"),
-        "padding_efficiency": main.get("worker_padding_efficiency"),
-        "small_job_p95_s": main.get("small_jobs", {}).get("p95_s"),
-    }
-    if main and ceiling:
-        s |= efficiency(main, ceiling)
-    if base.get("documents") and "windows" in base:
-        s["baseline_windows_per_doc"] = round(base["windows"] / base["documents"], 3)
-    for precision in ("fp32", "fp16"):  # each precision's best worker count, same run
-        best = base.get(precision, {}).get("best", {})
-        if not best:
-            continue
-        s[f"baseline_{precision}_best"] = {
-            k: best.get(k) for k in ("workers", "docs_per_s", "windows_per_s")
-        }
-        if main:
-            s[f"ratio_{precision}_per_doc"] = round(main["docs_per_s"] / best["docs_per_s"], 2)
-            per_window = round(main["windows_per_s"] / best["windows_per_s"], 2)
-            s[f"ratio_{precision}_per_window"] = s["ratio"] = per_window
-    s["targets"] = targets_met(s)
-    return s
-
-
-def targets_met(s: dict[str, Any]) -> dict[str, bool | None]:
-    """Each target: met, missed, or None where its phase did not run (or had no samples)."""
-    out: dict[str, bool | None] = {}
-    for figure, target in TARGETS.items():
-        ok = met(s.get(figure), target)
-        if figure == "ratio":  # a ratio over failed documents is no gain
-            target, ok = f"{target} with 0 failures", ok and s["docq_failures"] == 0
-        out[f"{figure} {target}"] = ok
-    return out
-
-
-def show(r: dict[str, Any]) -> None:
-    s = r["summary"]
-    main, ceiling = r.get("docq", {}), r.get("ceiling", {})
-    rows = []
-    if main:
-        rows.append((
-            f"docq, {main['workers']} bulk workers", f"{main['docs_per_s']:.1f}",
-            f"{main['windows_per_s']:.0f}", main["gpu"].get("util_mean"),
-            main["worker_padding_efficiency"], main["failures"],
-            f"{main['documents']} documents in {main['elapsed_s']} s",
-        ))  # fmt: skip
-    if ceiling:
-        rows.append((
-            "Triton alone (ceiling)", f"{ceiling['docs_per_s']:.1f}",
-            f"{ceiling['windows'] / ceiling['elapsed_s']:.0f}",
-            ceiling.get("gpu", {}).get("util_mean"),
-            ceiling["padding"]["ceiling_padding_efficiency"], "",
-            f"{ceiling['batches']} batches, {ceiling['in_flight']} in flight",
-        ))  # fmt: skip
-    for x in ("fp32", "fp16"):
-        for p in r.get("baseline", {}).get(x, {}).get("sweep", []):
-            rows.append((
-                f"old architecture {p['precision'].upper()}, {p['workers']} workers",
-                f"{p['docs_per_s']:.2f}", f"{p['windows_per_s']:.0f}",
-                p["gpu"].get("util_mean"),
-                r.get("padding", {}).get("baseline_padding_efficiency", ""),
-                p["timeouts"] + p["errors"],
-                f"p95 {p['latency_p95_s']} s, GPU MiB/worker {p['gpu_mib_per_worker']}",
-            ))  # fmt: skip
-    columns = ("", "docs/s", "windows/s", "GPU util %", "padding eff.", "failures", "note")
-    table(f"docq on {r['gpu']} — {r['date']}", columns, rows)
-    for who in ("docq", "baseline"):
-        long = r.get("long_upload", {}).get(who)
-        if long:
-            console.print(f"{long['documents']} long documents in one request, {who}: {long}")
-    for who, run in (("docq", main), ("Triton alone", ceiling)):
-        if run.get("triton"):
-            t = {k: v for k, v in run["triton"].items() if k != "executions_by_rows"}
-            console.print(f"Triton's counters, {who}: {t}")
-    if main:
-        console.print(
-            f"small jobs during the bulk job: {main.get('small_jobs', {}) | {'samples_s': '...'}}"
-        )
-        console.print(f"CPU seconds per tier (docq): {main['cpu_s']['tiers']}")
-    console.print(f"summary: {json.dumps({k: v for k, v in s.items() if k != 'targets'})}")
-    for name, ok in s["targets"].items():
-        console.print(f"target {name}: {'not run' if ok is None else 'MET' if ok else 'MISSED'}")
-    for what in r.get("skipped", []):
-        console.print(f"[yellow]not run: {what}[/]")
-
-
-# --- the serve bench ------------------------------------------------------------------------
 
 
 def serve_table(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -93,8 +93,11 @@ class Side:
         self.docs = generate(docs_per_job, seed=1)
         self.rng = random.Random(name)
         self.conn = self.celery.connection_for_read()
-        self.lanes: dict[str, SimpleQueue] = {}
         self.uploads = 0  # every job it wrote, counted or not
+        first = self.upload()  # warm, before any figure: scripts loaded, connections open
+        # every job of a side takes the same lane (its tenant's, for its size): asked once
+        self.lane = self.conn.SimpleQueue(shard_queue(self.store.get_job(first), s.bulk_lanes))
+        self.work()
 
     def _auth(self) -> str:
         tenant = self.tenants.authenticate(self.api_key)
@@ -106,25 +109,20 @@ class Side:
         body = {"model": MODEL, "documents": [{"id": d.id, "text": d.text} for d in self.docs]}
         answer = submit(self.deps, self._auth(), JobCreate.model_validate(body), uuid.uuid4().hex)
         self.uploads += 1
-        if not self.lanes:  # the same for each of its jobs (tenant and size): asked once
-            queue = shard_queue(self.store.get_job(answer.answer.id), self.settings.bulk_lanes)
-            self.lanes[queue] = self.conn.SimpleQueue(queue)
         return answer.answer.id
 
     def work(self) -> int:
-        """Run every shard waiting in this side's lanes; returns how many."""
+        """Run every shard waiting in this side's lane; returns how many."""
         done = 0
-        for lane in self.lanes.values():
-            while True:
-                try:
-                    message = lane.get(block=False)
-                except SimpleQueue.Empty:
-                    break
-                job_id, n = message.payload[0]  # Celery's protocol 2: [args, kwargs, embed]
-                self._shard(job_id, n)
-                message.ack()
-                done += 1
-        return done
+        while True:
+            try:
+                message = self.lane.get(block=False)
+            except SimpleQueue.Empty:
+                return done
+            job_id, n = message.payload[0]  # Celery's protocol 2: [args, kwargs, embed]
+            self._shard(job_id, n)
+            message.ack()
+            done += 1
 
     def _shard(self, job_id: str, n: int) -> None:
         s, store = self.settings, self.store
@@ -165,8 +163,6 @@ class Side:
 
 def _client(i: int, url: str, args: argparse.Namespace, go: Any, out: Any) -> None:
     side = Side(url, f"load-{i}", args.docs_per_job)
-    side.upload()  # warm: scripts loaded, lane declared, connections open
-    side.work()
     out.put(("ready", i))
     go.wait()
     deadline = time.monotonic() + args.seconds
@@ -196,8 +192,6 @@ def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """INFO memory's used_memory per document: with K jobs queued (documents and messages
     stored), then with their results stored (documents dropped unless keep_documents)."""
     side = Side(url, "memory", args.docs_per_job)
-    side.upload()  # once first: scripts, lanes and connections are not per document
-    side.work()
     before = used_memory(side.store.r)
     jobs = [side.upload() for _ in range(args.memory_jobs)]
     queued = used_memory(side.store.r)
@@ -218,7 +212,8 @@ def memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    """`args.clients` processes for `args.seconds`; redis-server's CPU seconds."""
+    """`args.clients` processes for `args.seconds`: documents/s, redis-server's CPU per
+    document and the rate at which it would fill its core."""
     ctx = mp.get_context("spawn")  # each process builds its own clients (STYLE.md, 4)
     go, out = ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_client, args=(i, url, args, go, out)) for i in range(args.clients)]
@@ -231,44 +226,25 @@ def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     go.set()
     samples = [out.get(timeout=args.seconds + args.drain_s + 120)[1] for _ in procs]
-    wall = time.perf_counter() - t0
-    cpu = meter.stop()
+    wall, redis_cpu = round(time.perf_counter() - t0, 3), meter.stop()["redis"]
     for p in procs:
         p.join(30)
-    version = connect(url).info("server")["redis_version"]
-    return {"wall_s": round(wall, 3), "cpu_s": cpu, "samples": samples, "redis_version": version}
-
-
-def summarise(
-    args: argparse.Namespace, head: dict[str, Any], run: dict[str, Any], mem: dict[str, Any]
-) -> dict[str, Any]:
-    """The load's figures: documents/s, redis-server's CPU per document and the rate at
-    which it would fill its core."""
-    settings = Settings()  # what each Side is made of (DOCQ_* as set), for the record
-    samples = sorted(run["samples"], key=lambda s: s["client"])
+    samples.sort(key=lambda s: s["client"])
     docs = sum(s["documents"] for s in samples)
-    wall, redis_cpu = run["wall_s"], run["cpu_s"]["redis"]
-    saturation = docs / redis_cpu if redis_cpu else None
     return {
-        **head,
-        "redis_version": run["redis_version"],
+        "redis_version": connect(url).info("server")["redis_version"],
         "clients": args.clients,
         "docs_per_job": args.docs_per_job,
-        "shard_size": settings.shard_size,
-        "keep_documents": settings.keep_documents,
         "seconds": args.seconds,
         "wall_s": wall,
         "jobs": sum(s["jobs"] for s in samples),
-        "jobs_written": mem["uploads"] + sum(s["uploads"] for s in samples),
         "documents": docs,
         "incomplete_jobs": sum(s["incomplete_jobs"] + s["unfinished_jobs"] for s in samples),
         "docs_per_s": round(docs / wall, 1),
         "redis_cpu_s": redis_cpu,
         "redis_utilisation": round(redis_cpu / wall, 3),
         "redis_cpu_ms_per_doc": round(1000 * redis_cpu / docs, 4) if docs else None,
-        "redis_saturation_docs_per_s": round(saturation) if saturation else None,
-        "memory": mem,
-        "cpu_s": run["cpu_s"],
+        "redis_saturation_docs_per_s": round(docs / redis_cpu) if docs and redis_cpu else None,
         "samples": samples,
     }
 
@@ -278,7 +254,10 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
     the run's figures."""
     with tempfile.TemporaryDirectory() as tmp, redis_server(args.data_dir or Path(tmp)) as url:
         mem = memory(url, args)
-        s = summarise(args, head, load(url, args), mem)
+        s = {**head, **load(url, args), "memory": mem}
+    settings = Settings()  # what each Side is made of (DOCQ_* as set), for the record
+    s |= {"shard_size": settings.shard_size, "keep_documents": settings.keep_documents}
+    s["jobs_written"] = mem["uploads"] + sum(x["uploads"] for x in s["samples"])
     rows = [(key, str(s[key])) for key in SHOWN]
     memory_keys = ("bytes_per_queued_document", "bytes_per_stored_result")
     rows += [(f"used_memory {key}", str(mem[key])) for key in memory_keys]

@@ -1,8 +1,8 @@
 """The CPU a scanned page costs docq (issue 21): `--scans` 300 dpi A4 scans, black and
-white, as TIFF (corpus.render, seed `--seed`), in one multipart upload to bench/stack.py's
-stack as `make up` runs it (one bulk worker, `--extract-workers` extract workers), timed
-from the upload to `succeeded`. A few scans go through first, untimed, so the extract
-workers' reading children are started (none read: OCR is unavailable, and it stops there).
+white, as TIFF (corpus.render, seed 7), in one multipart upload to bench/stack.py's stack
+as `make up` runs it (one bulk worker, one extract worker), timed from the upload to
+`succeeded`. A few scans go through first, untimed, so the extract worker's reading
+children are started (none read: OCR is unavailable, and it stops there).
 
 bench.procs.CpuMeter counts each process tree's CPU seconds over that window: docq's own
 (the API, the extract workers with their reading children, the bulk and small-job workers)
@@ -32,6 +32,7 @@ from corpus.render.files import scan_form
 from corpus.render.files import scans as render_scans
 from docq.config import REPO_ROOT
 
+SEED = 7  # corpus.render's, for the scans
 # One H200's windows/s, Triton alone on the bench corpus's windows (the ceiling phase of
 # bench/runs/pipeline-scans-h200-2026-12-03.json): the GPU these pages would feed.
 H200_WINDOWS_PER_S = 1740.9
@@ -50,8 +51,6 @@ SHOWN = (  # the table's rows: what, and the figure's key
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scans", type=int, default=200, help="scanned documents (about 1.2 pages)")
-    p.add_argument("--seed", type=int, default=7, help="corpus.render's seed")
-    p.add_argument("--extract-workers", type=int, default=1)
 
 
 def figures(results: list[dict[str, Any]], wall_s: float, cpu_s: dict[str, float]) -> dict:
@@ -101,13 +100,12 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
         work = Path(tmp)
         form = scan_form("tiff", 300, bilevel=True)
         folder, processes = work / "scans", os.cpu_count() or 1
-        names = list(render_scans(folder, args.scans, args.seed, form, processes))
+        names = list(render_scans(folder, args.scans, SEED, form, processes))
         with (
-            Stack(REPO_ROOT / "model_repository", work, 64, ready_s=300) as st,
+            Stack(REPO_ROOT / "model_repository", work, 64, extract=True, ready_s=300) as st,
             httpx.Client(base_url=st.url, headers=st.headers, timeout=300) as http,
         ):
-            st.add_extract_workers(args.extract_workers)
-            warm = names[: max(1, args.extract_workers * st.settings.extract_processes)]
+            warm = names[: max(1, st.settings.extract_processes)]
             warm_id = upload(http, folder, warm, prefix="warm-")
             wait_job(http, warm_id, 0.5, timeout_s=600)
             if not any("label" in x for x in all_results(http, warm_id)):
@@ -123,8 +121,7 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
             out["reading"] = {name: getattr(st.settings, name) for name in reading}
     out |= {"status": job["status"], "loadavg_1m_after": os.getloadavg()[0]}
     rows = [(what, str(out.get(key, "-"))) for what, key in SHOWN]
-    rows.append(
-        ("documents, pages, failures", f"{out['documents']}, {out['pages']}, {out['failures']}")
-    )
+    counts = f"{out['documents']}, {out['pages']}, {out['failures']}"
+    rows.append(("documents, pages, failures", counts))
     title = "scans: docq's CPU seconds a 300 dpi scanned page, upload to result"
-    return title, rows, {**head, "args": vars(args) | {"out": str(args.out)}, **out}
+    return title, rows, {**head, "seed": SEED, **out}

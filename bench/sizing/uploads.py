@@ -9,7 +9,8 @@ own process, a directory blob store) with no extract worker, so every file stays
 2. The API's peak RSS (VmHWM of its process) during one multipart upload of `--sizes-mb`
    of PDFs (4 MB each: a one-page PDF with a scan of incompressible noise; the same bytes
    under every name), each size on a fresh API process, the body streamed by the client
-   (never held whole on either side), and the RSS of the same process before it.
+   part by part (bench.docq_jobs.post_files; never held whole on either side), and the RSS
+   of the same process before it.
 
     python -m bench.sizing uploads --scans 1000 --sizes-mb 256,1024,2048 \\
         --out bench/runs/blob-store-cpu-DATE.json
@@ -18,11 +19,8 @@ own process, a directory blob store) with no extract worker, so every file stays
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import tempfile
-import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ import redis
 from fpdf import FPDF
 from PIL import Image
 
+from bench.docq_jobs import post_files
 from bench.procs import listener
 from bench.sizing import Rows, key_bytes, used_memory
 from bench.stack import Stack
@@ -74,12 +73,6 @@ def rss_kib(pid: int) -> dict[str, int]:
     return {k: int(fields[k].split()[0]) for k in ("VmRSS", "VmHWM")}
 
 
-def post(url: str, headers: dict[str, str], parts: Iterable[tuple[str, str, bytes]]) -> None:
-    """One multipart/form-data upload, which httpx streams part by part from the files."""
-    files = [("files", (name, io.BytesIO(data), ctype)) for name, ctype, data in parts]
-    httpx.post(f"{url}/v1/jobs", files=files, headers=headers, timeout=3600).raise_for_status()
-
-
 def per_page(st: Stack, n: int) -> dict[str, Any]:
     """Three views of what a queued page costs Redis: the bytes of the keys the uploads
     added (MEMORY USAGE), `used_memory` added over all uploads (with what does not grow with
@@ -89,13 +82,14 @@ def per_page(st: Stack, n: int) -> dict[str, Any]:
     scans = [((SAMPLES / name).read_bytes(), ctype) for name, ctype in SCANS]
     before, keys_before, kbytes_before = used_memory(r), r.dbsize(), key_bytes(r)
     page_bytes, after_first = 0, 0
-    for start in range(0, n, BATCH):
-        ids = range(start, min(n, start + BATCH))
-        batch = [(f"p{i}.{SCANS[i % 3][0].rsplit('.', 1)[1]}", *scans[i % 3]) for i in ids]
-        page_bytes += sum(len(data) for _, data, _ in batch)
-        post(st.url, st.headers, ((name, ctype, data) for name, data, ctype in batch))
-        if start == 0:
-            after_first = used_memory(r)
+    with httpx.Client(base_url=st.url, headers=st.headers, timeout=3600) as http:
+        for start in range(0, n, BATCH):
+            ids = range(start, min(n, start + BATCH))
+            batch = [(f"p{i}.{SCANS[i % 3][0].rsplit('.', 1)[1]}", *scans[i % 3]) for i in ids]
+            page_bytes += sum(len(data) for _, data, _ in batch)
+            post_files(http, batch)[0].raise_for_status()
+            if start == 0:
+                after_first = used_memory(r)
     after = used_memory(r)
     return {
         "pages": n,
@@ -115,19 +109,21 @@ def peak_rss(st: Stack, work: Path, size_mb: int) -> dict[str, Any]:
     env = {**st.env, "DOCQ_BLOB_URL": blobs.as_uri()}
     env["DOCQ_MAX_STORED_UPLOAD_BYTES"] = str((size_mb + 64) * MB)
     # a fresh API each size (so its peak is that upload's), given 300 s on a busy machine
-    with api_server(env, work / f"api-{size_mb}.log", ready_s=300) as url:
+    with (
+        api_server(env, work / f"api-{size_mb}.log", ready_s=300) as url,
+        httpx.Client(base_url=url, headers=st.headers, timeout=3600) as http,
+    ):
         pid = listener(int(url.rsplit(":", 1)[1]))
-        warm = [("warm.pdf", "application/pdf", scanned_pdf(MB))]
-        post(url, st.headers, warm)
+        post_files(http, [("warm.pdf", scanned_pdf(MB), "application/pdf")])[0].raise_for_status()
         idle = rss_kib(pid)
-        started = time.monotonic()
-        post(url, st.headers, ((f"f{i}.pdf", "application/pdf", pdf_bytes) for i in range(files)))
-        seconds = time.monotonic() - started
+        pdfs = [(f"f{i}.pdf", pdf_bytes, "application/pdf") for i in range(files)]
+        resp, ms = post_files(http, pdfs)
+        resp.raise_for_status()
         after = rss_kib(pid)
     return {
         "upload_mb": size_mb,
         "files": files,
-        "seconds": round(seconds, 1),
+        "seconds": round(ms / 1000, 1),
         "rss_before_upload_mib": round(idle["VmRSS"] / 1024, 1),
         "peak_rss_mib": round(after["VmHWM"] / 1024, 1),
         "blob_bytes_stored": sum(p.stat().st_size for p in blobs.rglob("*") if p.is_file()),

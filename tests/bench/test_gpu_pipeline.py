@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from bench import corpus, docq_jobs
-from bench.gpu import measure, pipeline, report
+from bench import corpus, docq_jobs, report
+from bench.gpu import measure, pipeline
 from bench.gpu.model import DEMO_TOKENIZER
 from corpus.doc_type import generate
 

@@ -1,4 +1,5 @@
-"""bench/pipeline.py: the tuned baseline's sweep, the ceiling's batches, the numbers derived."""
+"""bench/pipeline.py: the tuned baseline's sweep, the ceiling's batches (bench/docq_jobs.py),
+the numbers derived."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import httpx
 import numpy as np
 import pytest
 
-from bench import ceiling, corpus, docq_jobs, pipeline, procs, report
+from bench import corpus, docq_jobs, pipeline, procs, report
 from bench.baseline import sweep
 from bench.procs import listener
 from corpus.doc_type import generate
@@ -84,7 +85,7 @@ def test_ceiling_batches_cover_every_window_within_the_models_limits(
     windows: list[Window],
 ) -> None:
     budgeted = replace(SPEC, token_budget=1536)  # at most 3 windows of 512
-    batches = ceiling.ceiling_batches(windows, budgeted)
+    batches = docq_jobs.ceiling_batches(windows, budgeted)
     rows = sorted(r for b in batches for r in b.rows)
     assert rows == list(range(len(windows)))
     for b in batches:
@@ -94,7 +95,7 @@ def test_ceiling_batches_cover_every_window_within_the_models_limits(
 
 
 def test_the_ceiling_never_pads_more_than_packing_per_shard(windows: list[Window]) -> None:
-    whole = sum(b.computed_tokens for b in ceiling.ceiling_batches(windows, SPEC))
+    whole = sum(b.computed_tokens for b in docq_jobs.ceiling_batches(windows, SPEC))
     for shard in (8, 64):  # the old Triton-alone packed per shard
         docs = sorted({w.doc for w in windows})
         per_shard = 0

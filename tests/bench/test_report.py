@@ -1,4 +1,4 @@
-"""bench/report.py and bench/gpu/report.py: the tables of saved runs, with no service."""
+"""bench/report.py: the tables of saved CPU and GPU pipeline runs, with no service."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from bench import report
-from bench.gpu import report as gpu_report
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,8 +24,8 @@ def test_a_saved_gpu_run_is_summarised_and_shown_again(capsys: pytest.CaptureFix
     path = REPO / "bench" / "runs" / "pipeline-defaults-h100-2026-12-06.json"
     saved = json.loads(path.read_text())
     saved["summary"].pop("cpu_bound_until_workers")  # its scaling phase left (issue 39)
-    assert gpu_report.summarise(saved) == saved["summary"]
-    gpu_report.show(saved)
+    assert report.summarise_gpu(saved) == saved["summary"]
+    report.show_gpu(saved)
     out = capsys.readouterr().out
     assert f"docq, {saved['docq']['workers']} bulk workers" in out
     assert "old architecture FP16, 8 workers" in out

@@ -32,7 +32,7 @@ ROOTS = {"docq", "api", "workers", "serving", "client", "corpus", "conversion", 
 # Imported by a device module on a path the device never takes, each with why.
 NOT_THERE = {
     "tensorrt": "NVIDIA's own index only; conversion.tensorrt says TensorRT is absent",
-    "openvino": "doc-type's CPU runtimes: bench.gpu.parity pack-openvino carries it apart",
+    "openvino": "the OpenVINO runtime, gated where it is installed, not on the GPU host",
     "pytriton": "the trimmed tritonserver folder of .devpack/tritonserver.tar.xz",
     "triton_python_backend_utils": "Triton's Python-backend stub provides it to the runtimes "
     "(serving/runtimes/execute.py); serving.pb_stub stands in for it in-process",
