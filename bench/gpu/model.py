@@ -9,9 +9,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from docq.config import REPO_ROOT
-
-DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 MODEL = "roberta-large-doc"
 LABELS = ("invoice", "receipt", "contract", "letter", "report", "other")
 MAX_LEN, VOCAB = 512, 50265

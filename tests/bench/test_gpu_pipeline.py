@@ -8,8 +8,10 @@ import pytest
 
 from bench import corpus, docq_jobs, report
 from bench.gpu import measure, pipeline
-from bench.gpu.model import DEMO_TOKENIZER
 from corpus.doc_type import generate
+from docq.config import REPO_ROOT
+
+DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 
 
 def test_the_parallel_corpus_is_the_bench_corpus() -> None:
