@@ -7,10 +7,11 @@ is the parity gate's (bench/gpu/parity.py): 10,000 documents at every request si
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import statistics
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -20,9 +21,8 @@ from bench.gpu.model import LABELS, VOCAB
 Shape = tuple[int, int, float]  # rows, tokens, the last row's share of real tokens
 
 # (7, 512, 0.6) is real traffic, a document's windows with its short last one (key "7x512p");
-# every other row is full.
-SHAPES: list[Shape] = [(1, 256, 1.0), (1, 512, 1.0), (2, 512, 1.0), (7, 512, 1.0), (7, 512, 0.6)]
-VARIANT_SHAPES = SHAPES[1:]
+# every other row is full. (1, 256) left on 2026-12-06: no figure read it.
+SHAPES: list[Shape] = [(1, 512, 1.0), (2, 512, 1.0), (7, 512, 1.0), (7, 512, 0.6)]
 
 
 def key(shape: Shape) -> str:
@@ -48,96 +48,86 @@ def windows(rows: int, length: int, seed: int, last: float = 1.0) -> tuple[np.nd
     return ids, mask
 
 
-_CLIENTS: dict[tuple[str, int], Any] = {}
-
-
+@functools.cache
 def _client(url: str, slot: int) -> Any:
     """This process's gRPC client number `slot` of `url`, made on first use (after spawn)."""
     import tritonclient.grpc as grpcclient
 
-    key = (url, slot)
-    if key not in _CLIENTS:
-        _CLIENTS[key] = grpcclient.InferenceServerClient(url)
-    return _CLIENTS[key]
+    return grpcclient.InferenceServerClient(url)
 
 
 def _inputs(rows: int, length: int, last: float, seed: int) -> list[Any]:
     """The gRPC inputs of one request of windows(rows, length, seed, last)."""
     import tritonclient.grpc as grpcclient
 
-    ids, mask = windows(rows, length, seed, last)
-    inputs = []
-    for name, array in (("input_ids", ids), ("attention_mask", mask)):
-        tensor = grpcclient.InferInput(name, list(array.shape), "INT64")
-        tensor.set_data_from_numpy(array)
-        inputs.append(tensor)
-    return inputs
+    arrays = zip(("input_ids", "attention_mask"), windows(rows, length, seed, last), strict=True)
+    return [
+        grpcclient.InferInput(name, list(a.shape), "INT64").set_data_from_numpy(a)
+        for name, a in arrays
+    ]
 
 
 def load_task(
     task: tuple[str, str, int, int, float, int, float, float, float],
-) -> list[list[float]]:
-    """Run `threads` request loops from `start_at` (wall clock) for warm + seconds; per
-    thread, the latencies (ms) of the requests that ended inside the measured window."""
+) -> list[float]:
+    """Run `threads` request loops from `start_at` (wall clock) for warm + seconds; the
+    latencies (ms) of the requests that ended inside the measured window."""
     url, model, rows, length, last, threads, start_at, warm, seconds = task
-    results: list[list[float]] = [[] for _ in range(threads)]
-    errors: list[BaseException] = []
+    latencies: list[float] = []
 
     def loop(slot: int) -> None:
-        try:
-            client = _client(url, slot)
-            inputs = _inputs(rows, length, last, slot)
-            while time.time() < start_at:
-                time.sleep(0.001)
-            begin, end = start_at + warm, start_at + warm + seconds
-            while True:
-                t = time.time()
-                if t >= end:
-                    break
-                client.infer(model, inputs)
-                done = time.time()
-                if begin <= done < end:
-                    results[slot].append((done - t) * 1000)
-        except BaseException as exc:  # reported by the parent
-            errors.append(exc)
+        client = _client(url, slot)
+        inputs = _inputs(rows, length, last, slot)
+        time.sleep(max(0.0, start_at - time.time()))
+        begin, end = start_at + warm, start_at + warm + seconds
+        while (t := time.time()) < end:
+            client.infer(model, inputs)
+            done = time.time()
+            if begin <= done < end:
+                latencies.append((done - t) * 1000)
 
-    workers = [threading.Thread(target=loop, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
-    return results
+    with ThreadPoolExecutor(threads) as pool:
+        for running in [pool.submit(loop, slot) for slot in range(threads)]:
+            running.result()  # a loop's error, raised here for the parent
+    return latencies
 
 
 class Load:
-    """A pool of client processes (spawned: gRPC does not survive fork)."""
+    """A pool of client processes (spawned: gRPC does not survive fork), each level of a
+    sweep measured for `seconds` after `warm`."""
 
-    def __init__(self, processes: int) -> None:
-        self.processes = processes
+    def __init__(self, processes: int, warm: float, seconds: float) -> None:
+        self.processes, self.warm, self.seconds = processes, warm, seconds
         self.pool = mp.get_context("spawn").Pool(processes)
 
-    def run(
-        self, url: str, model: str, shape: Shape, in_flight: int, warm: float, seconds: float
-    ) -> dict[str, Any]:
+    def run(self, url: str, model: str, shape: Shape, in_flight: int) -> dict[str, Any]:
         procs = min(self.processes, in_flight)
         per = [in_flight // procs + (1 if i < in_flight % procs else 0) for i in range(procs)]
         start_at = time.time() + 0.3
-        tasks = [(url, model, *shape, n, start_at, warm, seconds) for n in per]
-        latencies = [ms for part in self.pool.map(load_task, tasks) for t in part for ms in t]
-        rows = shape[0]
+        tasks = [(url, model, *shape, n, start_at, self.warm, self.seconds) for n in per]
+        latencies = [ms for part in self.pool.map(load_task, tasks) for ms in part]
         return {
             "in_flight": in_flight,
             "requests": len(latencies),
-            "seq_s": round(len(latencies) * rows / seconds, 1),
-            "tokens_s": round(len(latencies) * real_tokens(shape) / seconds),
+            "seq_s": round(len(latencies) * shape[0] / self.seconds, 1),
+            "tokens_s": round(len(latencies) * real_tokens(shape) / self.seconds),
             "p50_ms": round(statistics.median(latencies), 3) if latencies else None,
             "p95_ms": round(float(np.percentile(latencies, 95)), 3) if latencies else None,
         }
 
-    def close(self) -> None:
-        self.pool.terminate()
+    def sweep(
+        self, url: str, model: str, shape: Shape, levels: list[int], early_stop: bool
+    ) -> list[dict[str, Any]]:
+        """seq/s at each number of requests in flight; with `early_stop`, until a level
+        gains less than 3% over the best before it (from the fourth level on)."""
+        points: list[dict[str, Any]] = []
+        for level in levels:
+            points.append(self.run(url, model, shape, level))
+            print(f"  {model} {shape} x{level}: {points[-1]}", flush=True)
+            best = max(p["seq_s"] for p in points[:-1]) if len(points) > 1 else 0.0
+            if early_stop and len(points) >= 4 and points[-1]["seq_s"] < 1.03 * best:
+                break
+        return points
 
 
 def time_calls(call: Any, sync: Any, repeat: int, warm: int = 3, warm_s: float = 0) -> dict:
@@ -169,25 +159,3 @@ def one_at_a_time(url: str, model: str, shape: Shape, n: int) -> dict[str, Any]:
     if logits is None or logits.shape != (shape[0], len(LABELS)) or not np.isfinite(logits).all():
         raise RuntimeError(f"{model} answered {shape} with logits {logits!r}")
     return time_calls(lambda: client.infer(model, inputs), lambda: None, n, warm=10)
-
-
-def sweep(
-    load: Load,
-    url: str,
-    model: str,
-    shape: Shape,
-    levels: list[int],
-    warm: float,
-    seconds: float,
-    early_stop: bool = True,
-) -> list[dict[str, Any]]:
-    """seq/s at each number of requests in flight; with `early_stop`, until a level gains
-    less than 3% over the best before it (from the fourth level on)."""
-    points: list[dict[str, Any]] = []
-    for level in levels:
-        points.append(load.run(url, model, shape, level, warm, seconds))
-        print(f"  {model} {shape} x{level}: {points[-1]}", flush=True)
-        best = max(p["seq_s"] for p in points[:-1]) if len(points) > 1 else 0.0
-        if early_stop and len(points) >= 4 and points[-1]["seq_s"] < 1.03 * best:
-            break
-    return points

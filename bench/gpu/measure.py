@@ -3,35 +3,17 @@ counters, CPU seconds per tier, and the command's time budget."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 from bench.procs import percentile
 from bench.report import console
 from devstack.services import stop
-
-# --- the GPU, read by nvidia-smi -----------------------------------------------------------
-
-
-def gpu_window(samples: Sequence[tuple[float, float, float]], t0: float, t1: float) -> dict:
-    """Utilisation (%) and memory (MiB) of the samples (monotonic time, util, MiB) taken
-    between t0 and t1."""
-    inside = [(u, m) for t, u, m in samples if t0 <= t <= t1]
-    if not inside:
-        return {"samples": 0}
-    util = [u for u, _ in inside]
-    return {
-        "samples": len(inside),
-        "util_mean": round(sum(util) / len(util), 1),
-        "util_p50": round(percentile(util, 50), 1),
-        "busy_share": round(sum(1 for u in util if u >= 90) / len(util), 3),
-        "memory_max_mib": max(m for _, m in inside),
-    }
 
 
 class GpuSampler:
@@ -40,7 +22,7 @@ class GpuSampler:
 
     def __init__(self, interval_ms: int = 200) -> None:
         self.interval_ms = interval_ms
-        self.samples: list[tuple[float, float, float]] = []
+        self.samples: list[tuple[float, float, float]] = []  # (monotonic time, util, MiB)
         self.exe = shutil.which("nvidia-smi")
         self._proc: subprocess.Popen[str] | None = None
 
@@ -55,14 +37,23 @@ class GpuSampler:
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         for line in self._proc.stdout:
-            try:
+            with contextlib.suppress(ValueError):  # a line nvidia-smi could not fill
                 util, mem = (float(x) for x in line.split(","))
-            except ValueError:
-                continue
-            self.samples.append((time.monotonic(), util, mem))
+                self.samples.append((time.monotonic(), util, mem))
 
     def window(self, t0: float, t1: float) -> dict:
-        return gpu_window(list(self.samples), t0, t1)
+        """Utilisation (%) and memory (MiB) of the samples taken between t0 and t1."""
+        inside = [(u, m) for t, u, m in list(self.samples) if t0 <= t <= t1]
+        if not inside:
+            return {"samples": 0}
+        util = [u for u, _ in inside]
+        return {
+            "samples": len(inside),
+            "util_mean": round(sum(util) / len(util), 1),
+            "util_p50": round(percentile(util, 50), 1),
+            "busy_share": round(sum(1 for u in util if u >= 90) / len(util), 3),
+            "memory_max_mib": max(m for _, m in inside),
+        }
 
     def stop(self) -> None:
         if self._proc is not None:
@@ -82,11 +73,9 @@ def gpu_processes() -> dict[int, float]:
     """MiB of GPU memory each process holds (nvidia-smi's compute apps); {} without one."""
     held = {}
     for line in _smi("--query-compute-apps=pid,used_memory"):
-        try:
+        with contextlib.suppress(ValueError):
             pid, mib = line.split(",")
             held[int(pid)] = float(mib)
-        except ValueError:
-            continue
     return held
 
 
@@ -100,11 +89,8 @@ def triton_stats(url: str, model: str) -> dict[str, Any]:
     windows, executions, and executions by their number of rows."""
     import tritonclient.grpc as grpcclient
 
-    client = grpcclient.InferenceServerClient(url)
-    try:
+    with grpcclient.InferenceServerClient(url) as client:
         stats = client.get_inference_statistics(model).model_stats
-    finally:
-        client.close()
     rows: Counter[str] = Counter()
     for m in stats:
         for b in m.batch_stats:
@@ -120,23 +106,20 @@ def triton_stats(url: str, model: str) -> dict[str, Any]:
 def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """What Triton did between two triton_stats() readings."""
     d: dict[str, Any] = {k: after[k] - before[k] for k in ("windows", "executions", "requests")}
-    rows = sorted(after["rows"].items(), key=lambda kv: int(kv[0]))
-    grown = {k: v - before["rows"].get(k, 0) for k, v in rows}
-    d["executions_by_rows"] = {k: v for k, v in grown.items() if v}
+    grown = Counter(after["rows"]) - Counter(before["rows"])  # the row counts that ran
+    d["executions_by_rows"] = dict(sorted(grown.items(), key=lambda kv: int(kv[0])))
     if d["executions"]:
         d["rows_per_execution"] = round(d["windows"] / d["executions"], 2)
     return d
 
 
 def tiers(cpu_s: dict[str, float]) -> dict[str, float]:
-    """CpuMeter's trees summed by tier: the bulk workers together, the extract workers
-    together, the others as they are."""
+    """CpuMeter's trees summed by tier: the bulk workers together, the others as they are
+    (the GPU bench starts no extract workers)."""
     out: dict[str, float] = {}
     for name, seconds in cpu_s.items():
-        key = name
-        for tier in ("bulk worker", "extract worker"):
-            key = f"{tier}s" if name.startswith(tier) else key
-        out[key] = round(out.get(key, 0.0) + seconds, 2)
+        tier = "bulk workers" if name.startswith("bulk worker") else name
+        out[tier] = round(out.get(tier, 0.0) + seconds, 2)
     return out
 
 

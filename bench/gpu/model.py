@@ -4,15 +4,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from docq.config import REPO_ROOT
-
-DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 MODEL = "roberta-large-doc"
 LABELS = ("invoice", "receipt", "contract", "letter", "report", "other")
 MAX_LEN, VOCAB = 512, 50265
@@ -34,11 +30,17 @@ class Variant:
 
     @classmethod
     def parse(cls, text: str) -> Variant:
+        """NAME[:field=value,param.P=value,...], each field checked against Target's."""
+        from conversion.convert import Target
+
         name, _, rest = text.partition(":")
         overrides: dict[str, Any] = {}
         for item in filter(None, rest.split(",")):
             key, _, value = item.partition("=")
             overrides[key] = int(value) if value.lstrip("-").isdigit() else value
+        known = {f.name for f in fields(Target)}
+        if unknown := {k for k in overrides if not k.startswith(PARAM)} - known:
+            raise SystemExit(f"variant {name}: no Target field {sorted(unknown)}")
         variant = cls(name, overrides)
         if name == DEFAULT and variant.departures():
             raise SystemExit(f"variant {name!r} must keep the converter's defaults: {text}")
@@ -49,41 +51,35 @@ class Variant:
         (conversion/defaults.py), runtime parameters included."""
         from conversion.defaults import TORCH_GPU
 
-        def default(key: str) -> Any:
-            field_ = key.removeprefix(PARAM)
-            value = getattr(TORCH_GPU, field_, None)
-            return ("true" if value else "false") if isinstance(value, bool) else value
+        def default(key: str) -> str:  # a bool reads as a runtime parameter's `true`
+            return str(getattr(TORCH_GPU, key.removeprefix(PARAM), None)).lower()
 
-        return {k: v for k, v in self.overrides.items() if str(v) != str(default(k))}
+        return {k: v for k, v in self.overrides.items() if str(v).lower() != default(k)}
 
     @property
     def label(self) -> str:
         """The name the reports print: the name, and any default it overrides, so a figure
         measured off the defaults says so (`b8 [max_batch_size=8]`)."""
-        departs = self.departures()
-        return self.name + (
-            f" [{','.join(f'{k}={v}' for k, v in departs.items())}]" if departs else ""
-        )
+        departs = ",".join(f"{k}={v}" for k, v in self.departures().items())
+        return f"{self.name} [{departs}]" if departs else self.name
 
 
-def build_checkpoint(folder: Path, tiny: bool, device: str, tok: Any = None) -> dict[str, Any]:
+def build_checkpoint(folder: Path, tiny: bool, device: str) -> dict[str, Any]:
     """A random RoBERTa classifier with 6 labels saved in `folder` (FP16 on a GPU, FP32 on a
-    CPU): RoBERTa-large's shape, or 2 layers for a CPU rehearsal; with `tok`, its vocabulary
-    and special ids (real documents tokenize: its ids index the embeddings, its <pad> is the
-    padding index RoBERTa derives position ids from). Returns the model's shape."""
+    CPU): RoBERTa-large's shape, or 2 layers for a CPU rehearsal. Its vocabulary and special
+    ids are RoBERTa's (VOCAB; <s> 0, <pad> 1, </s> 2), which build_tokenizer's keeps: real
+    documents tokenize into its embeddings, and its <pad> is the padding index RoBERTa
+    derives position ids from. Returns the model's shape."""
     import torch
     from transformers import AutoModelForSequenceClassification, RobertaConfig
 
     hidden, layers, heads = (64, 2, 2) if tiny else (1024, 24, 16)
-    ids = {"vocab_size": VOCAB}
-    if tok is not None:
-        ids = {"vocab_size": len(tok), "pad_token_id": tok.pad_token_id}
-        ids |= {"bos_token_id": tok.cls_token_id, "eos_token_id": tok.sep_token_id}
     config = RobertaConfig(
         hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
         intermediate_size=4 * hidden, max_position_embeddings=MAX_LEN + 2, type_vocab_size=1,
         num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)}, **ids,
+        label2id={label: i for i, label in enumerate(LABELS)}, vocab_size=VOCAB,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2,
     )  # fmt: skip
     torch.manual_seed(0)
     dtype = torch.float16 if device.startswith("cuda") else torch.float32
@@ -97,11 +93,13 @@ def publish_variant(
     repo: Path, checkpoint: Path, variant: Variant, on_gpu: bool, labels: Sequence[str] = LABELS
 ) -> Any:
     """`repo/<variant>/1/` as docq convert lays out a torch-gpu model (without its ONNX
-    gate, which needs the full vocabulary): the checkpoint, the runtime, config.pbtxt, and
-    labels.txt naming `labels` (the checkpoint's, in order); returns its ModelConfig."""
+    gate, which needs the full vocabulary): the checkpoint and the runtime, and beside them
+    config.pbtxt, labels.txt naming `labels` (the checkpoint's, in order) and the
+    checkpoint's tokenizer files, through the converter's own write_metadata; returns its
+    ModelConfig."""
     from tritonclient.grpc import model_config_pb2 as mc
 
-    from conversion import convert, pbtxt
+    from conversion import convert, package, pbtxt
     from serving import runtimes
 
     # The converter's defaults (conversion/defaults.py) unless the variant sets a Target
@@ -122,8 +120,7 @@ def publish_variant(
     for path in checkpoint.iterdir():  # hard links: one copy of the weights on disk
         os.link(path, version / path.name)
     runtimes.install("torch_gpu", version)
-    pbtxt.write(config, model_dir / "config.pbtxt")
-    (model_dir / "labels.txt").write_text("".join(f"{x}\n" for x in labels), encoding="utf-8")
+    package.write_metadata(model_dir, config, labels, checkpoint)
     return config
 
 
@@ -160,16 +157,12 @@ def build_model(
     facts)."""
     from google.protobuf import json_format
 
-    tokenizer = work / "tokenizer"
-    tok = build_tokenizer(tokenizer)
     checkpoint = work / "checkpoint"
-    shape = build_checkpoint(checkpoint, tiny, "cuda:0" if on_gpu else "cpu", tok)
-    for f in tokenizer.iterdir():  # the old service loads its tokenizer from here
-        shutil.copy2(f, checkpoint / f.name)
+    tok = build_tokenizer(checkpoint)  # where the old service and the converter find it
+    shape = build_checkpoint(checkpoint, tiny, "cuda:0" if on_gpu else "cpu")
     repo = work / "repo"
     variant = Variant(MODEL, dict(overrides or {}))
     served = publish_variant(repo, checkpoint, variant, on_gpu)
-    shutil.copytree(tokenizer, repo / MODEL / "tokenizer")  # what docq's workers load
     facts = {"name": MODEL, **shape, "labels": list(LABELS), "overrides": variant.overrides}
     facts["tokenizer"] = f"{type(tok).__name__} (byte-level BPE), pad id {tok.pad_token_id}"
     facts |= {"label": variant.label, "config": json_format.MessageToDict(served)}

@@ -1,16 +1,14 @@
-"""The served runtime's in-process references, in the serve bench's own run and shapes.
+"""The served runtime's in-process references, in the serve bench's own run and shapes: the
+checkpoint in transformers (SDPA attention), one synchronous call at a time.
 
-- `old_runtime`: PyTorch FP32 eager, one synchronous call per request as the old FastAPI
-  service ran it.
-- `hf_fp16_eager`: what one would run without docq on the same GPU, the checkpoint in
-  Hugging Face transformers, FP16, eager, timed one synchronous call at a time at the serve
-  bench's shapes and at the batch the server forms from 18 requests of (7, 512) (126 rows),
-  so the served (7, 512) rate is set against the reference's best batch, not only its
-  request size.
+- `old_runtime`: FP32, its inputs sent to the device inside each call, as the old FastAPI
+  service ran it, at each full shape of SHAPES.
+- `hf_fp16_eager`: what one would run without docq on the same GPU: FP16 (FP32 on a CPU
+  rehearsal), its inputs on the device first, at the serve bench's shapes and at the batch
+  the server forms from 18 requests of (7, 512) (126 rows), so the served (7, 512) rate is
+  set against the reference's best batch, not only its request size.
 
-Both run before the server starts and give the GPU's memory back when done. (A third,
-`torch.compile(mode="max-autotune")` with CUDA graphs, left on 2026-12-06: on the H100 it
-compiled past its 180 s deadline at every shape; docs/performance.md.)
+Both run before the server starts and give the GPU's memory back when done.
 """
 
 from __future__ import annotations
@@ -24,20 +22,26 @@ REFERENCE_SHAPES = [(1, 512), (2, 512), (7, 512), (126, 512)]
 
 
 def timed_shapes(
-    model: Any,
+    checkpoint: Path,
     device: str,
+    dtype: Any,
     shapes: list[tuple[int, int]],
     repeat: int,
     on_device: bool,
     warm_s: float = 0,
 ) -> dict[str, Any]:
-    """p50, p95, samples (ms) and seq/s of `model` at each (rows, length) of `shapes`, one
-    synchronous call at a time (after 3 calls and `warm_s` seconds untimed), the logits back
-    on the host; with `on_device` the inputs are on `device` before the clock starts, else
-    each call sends them there, as the old service did. Then the model's GPU memory goes
-    back: the server loads next."""
+    """p50, p95, samples (ms) and seq/s of the checkpoint in `dtype` at each (rows, length)
+    of `shapes`, one synchronous call at a time (after 3 calls and `warm_s` seconds untimed),
+    the logits back on the host; with `on_device` the inputs are on `device` before the
+    clock starts, else each call sends them there. Then the model's GPU memory goes back:
+    the server loads next."""
     import torch
+    from transformers import AutoModelForSequenceClassification
 
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(checkpoint), dtype=dtype, attn_implementation="sdpa"
+    )
+    model = model.to(device).eval()
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     out: dict[str, Any] = {}
     with torch.inference_mode():
@@ -59,30 +63,18 @@ def timed_shapes(
 
 
 def hf_fp16_eager(checkpoint: Path, device: str, repeat: int) -> dict[str, Any]:
-    """transformers FP16 eager, SDPA (FP32 on a CPU rehearsal), at each of REFERENCE_SHAPES,
-    its inputs already on the device."""
     import torch
-    from transformers import AutoModelForSequenceClassification
 
     dtype = torch.float16 if device.startswith("cuda") else torch.float32
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(checkpoint), dtype=dtype, attn_implementation="sdpa"
-    )
-    model = model.to(device).eval()
-    shapes = timed_shapes(model, device, REFERENCE_SHAPES, repeat, on_device=True)
+    shapes = timed_shapes(checkpoint, device, dtype, REFERENCE_SHAPES, repeat, on_device=True)
     return {"dtype": str(dtype), "shapes": shapes}
 
 
 def old_runtime(checkpoint: Path, device: str, repeat: int, warm_s: float = 1.0) -> dict[str, Any]:
-    """PyTorch FP32 eager in-process, one synchronous call per request with its inputs sent
-    to the device, at each full shape of SHAPES.
-
-    Each shape is called for `warm_s` seconds (at least 3 calls) before it is timed: with 3
+    """Each shape is called for `warm_s` seconds (at least 3 calls) before it is timed: with 3
     calls only, the H200's (2, 512) samples of 2026-12-04 ran 24-27 ms for 12 calls, then
     19.4 ms: the baseline was timed a fifth slower than it runs."""
     import torch
-    from transformers import AutoModelForSequenceClassification
 
-    model = AutoModelForSequenceClassification.from_pretrained(str(checkpoint), dtype=torch.float32)
     full = [(rows, length) for rows, length, last in SHAPES if last == 1.0]
-    return timed_shapes(model.to(device).eval(), device, full, repeat, False, warm_s)
+    return timed_shapes(checkpoint, device, torch.float32, full, repeat, False, warm_s)

@@ -56,7 +56,7 @@ def test_the_benches_convert_with_the_defaults_and_no_overrides(tmp_path: Path) 
     checkpoint.mkdir()
     (checkpoint / "config.json").write_text('{"id2label": {"0": "a", "1": "b"}}')
     assert pipeline.parse_args(["--out", "x.json"]).model.overrides == {}
-    (default,) = serve.variants_of([])
+    (default,) = serve.parse_args([]).variant
     assert (default.name, default.overrides, default.label) == (DEFAULT, {}, DEFAULT)
     served = publish_variant(tmp_path / "repo", checkpoint, default, on_gpu=True)
     built = pbtxt.build(Target(DEFAULT, "torch-gpu", max_seq_len=MAX_LEN).classifier_config(

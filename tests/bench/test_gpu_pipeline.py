@@ -8,8 +8,10 @@ import pytest
 
 from bench import corpus, docq_jobs, report
 from bench.gpu import measure, pipeline
-from bench.gpu.model import DEMO_TOKENIZER
 from corpus.doc_type import generate
+from docq.config import REPO_ROOT
+
+DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 
 
 def test_the_parallel_corpus_is_the_bench_corpus() -> None:
@@ -30,7 +32,9 @@ def test_window_counts_and_the_longest_documents() -> None:
 
 def test_gpu_window_keeps_the_samples_inside() -> None:
     samples = [(0.0, 10.0, 100.0), (1.0, 95.0, 900.0), (2.0, 100.0, 1000.0), (3.0, 0.0, 50.0)]
-    got = measure.gpu_window(samples, 0.5, 2.5)
+    sampler = measure.GpuSampler()
+    sampler.samples = samples
+    got = sampler.window(0.5, 2.5)
     assert got == {
         "samples": 2,
         "util_mean": 97.5,
@@ -38,7 +42,7 @@ def test_gpu_window_keeps_the_samples_inside() -> None:
         "busy_share": 1.0,
         "memory_max_mib": 1000.0,
     }
-    assert measure.gpu_window(samples, 10, 11) == {"samples": 0}
+    assert sampler.window(10, 11) == {"samples": 0}
 
 
 def test_small_jobs_count_only_inside_the_bulk_job() -> None:
