@@ -4,11 +4,13 @@ pipeline bench's report is the CPU bench's module, bench/report.py."""
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
+
+from rich.markup import escape
 
 from bench.gpu.clients import SHAPES, key
 from bench.report import console, met, table
+from devstack.carry import pack
 from docq.config import REPO_ROOT
 
 SERVE_TARGETS = {
@@ -21,17 +23,10 @@ SERVE_TARGETS = {
 
 
 def tree_note() -> str:
-    """Which code ran: TREE.txt of a tree packed by devstack/carry/pack.py --tree, else git's
-    HEAD and the files changed from it."""
+    """Which code ran: TREE.txt of a tree packed by devstack/carry/pack.py --tree (it travels
+    without .git), else git's HEAD and the files changed from it."""
     note = REPO_ROOT / "TREE.txt"
-    if note.exists():
-        return note.read_text()
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True)
-        status = subprocess.run(["git", "status", "--short"], cwd=REPO_ROOT, capture_output=True)
-    except OSError:
-        return "unknown"
-    return f"HEAD {head.stdout.decode()}changed from it:\n{status.stdout.decode()}"
+    return note.read_text() if note.exists() else pack.tree_note()
 
 
 def serve_table(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -120,6 +115,7 @@ def show_serve(result: dict[str, Any]) -> None:
         s = result["served"][v["name"]]
         best = {k: max(x["seq_s"] for x in p["sweep"]) for k, p in s.items() if p["sweep"]}
         lat = {k: p["one_at_a_time"]["p50_ms"] for k, p in s.items() if p["one_at_a_time"]}
-        console.print(f"variant {v.get('label', v['name'])}: p50 {lat} seq/s {best}")
+        label = escape(v.get("label", v["name"]))  # `hf [engine=hf]` is not markup
+        console.print(f"variant {label}: p50 {lat} seq/s {best}")
     for name, row in result.get("against_references", {}).items():
         console.print(f"served default against {name} (in-process, same run): {row}")

@@ -231,14 +231,16 @@ def tree_files(repo: Path = REPO) -> list[str]:
 
 
 def tree_note() -> str:
-    """TREE.txt's text: HEAD and what differs from it now."""
-    status = subprocess.run(
-        ["git", "status", "--short"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout
-    return f"HEAD {head}changed from it when packed:\n{status}"
+    """Which code this is (TREE.txt's text): HEAD and what differs from it now; 'unknown'
+    where there is no git."""
+    try:
+        head, status = (
+            subprocess.run(["git", *cmd], cwd=REPO, capture_output=True, text=True).stdout
+            for cmd in (["rev-parse", "HEAD"], ["status", "--short"])
+        )
+    except OSError:
+        return "unknown"
+    return f"HEAD {head}changed from it when packed or run:\n{status}"
 
 
 def pack_tree(dest: Path) -> Path:

@@ -40,7 +40,7 @@ def test_a_batch_goes_as_requests_of_the_size_each_cut_to_its_longest_window(
 
 
 def test_a_result_gated_at_another_commit_is_marked(tmp_path: Path) -> None:
-    tree = "HEAD {}\nchanged from it when packed:\n{}"
+    tree = "HEAD {}\nchanged from it when packed or run:\n{}"
     (tmp_path / "gate.json").write_text(
         json.dumps({"tree": tree.format("aaa", ""), "passed": True})
     )

@@ -94,10 +94,12 @@ def test_a_variant_that_failed_to_load_is_reported_and_the_next_one_summarised(
     result["targets"] = report.serve_targets(result["table"])
     result["device"] = "NVIDIA H200"
     assert result["table"][1]["seq_s"] == 1500.0  # 2x512
+    result["variants"].append({"name": "hf", "label": "hf [engine=hf]"})  # served after "d"
+    result["served"]["hf"] = result["served"]["d"]
     report.show_serve(result)
-    assert "variant cudnn not served, failed to load: Internal: AcceleratorError" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert "variant cudnn not served, failed to load: Internal: AcceleratorError" in out
+    assert "variant hf [engine=hf]: p50" in out  # its label printed, not read as markup
 
 
 def test_the_served_default_is_set_against_each_in_process_reference() -> None:
