@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline.sweep import run_baseline_gpu, sample
-from bench.corpus import generate_parallel, longest, window_counts
 from bench.docq_jobs import run_docq, run_triton_alone, upload_long
+from bench.documents import generate_parallel, longest, window_counts
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import tree_note
