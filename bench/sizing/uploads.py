@@ -41,10 +41,6 @@ SCANS = [("scan-delivery-note-1.png", "image/png"), ("scan-receipt-1.jpg", "imag
 SCANS.append(("scan-invoice-2.tiff", "image/tiff"))
 MB = 1024 * 1024
 BATCH = 50  # scans an upload
-SHOWN = (  # the table's rows of the scans, and their figures
-    ("Redis bytes per queued scanned page (keys)", "key_bytes_per_page"),
-    ("  (the page's own bytes, mean)", "page_bytes_mean"),
-)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -129,9 +125,12 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
         with Stack(REPO_ROOT / "model_repository", work, 64, bulk_workers=0, ready_s=300) as st:
             scans = per_page(st, args.scans)
             uploads = [peak_rss(st, work, size) for size in sizes]
-    rows = [(name, f"{scans[key]:.0f} B") for name, key in SHOWN]
     keys_per_page = scans["redis_keys_added"] / scans["pages"]
-    rows.append(("  Redis keys added per page", f"{keys_per_page:.2f}"))
+    rows = [
+        ("Redis bytes per queued scanned page (keys)", f"{scans['key_bytes_per_page']:.0f} B"),
+        ("  (the page's own bytes, mean)", f"{scans['page_bytes_mean']:.0f} B"),
+        ("  Redis keys added per page", f"{keys_per_page:.2f}"),
+    ]
     for u in uploads:
         what = f"API peak RSS, one {u['upload_mb']} MB upload ({u['files']} PDFs, {u['seconds']} s)"
         rows.append((what, f"{u['peak_rss_mib']} MiB (before: {u['rss_before_upload_mib']} MiB)"))
