@@ -85,7 +85,7 @@ def read_all(chosen: list[Item], forms: tuple[str, ...], processes: int) -> dict
 
 def classifier(repository: Path, model: str, threads: int = 2) -> tuple[Any, list[str]]:
     """(classify(texts) -> labels, labels) for the published model, as the workers run it."""
-    from bench.corpus import repository_spec
+    from bench.documents import repository_spec
     from conversion.evaluate import classify
     from conversion.runners import onnx_runner
     from docq.text.aggregation import Aggregation

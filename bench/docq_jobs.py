@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from bench.corpus import padding_report, windows_of
+from bench.documents import padding_report, windows_of
 from bench.procs import CpuMeter, percentile, worker_batches
 from bench.stack import Stack
 from corpus.doc_type import LabelledDocument

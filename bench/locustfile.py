@@ -21,11 +21,8 @@ failure, except a 429 on upload: the API's backpressure (max_parsing_uploads, th
 limits) asks the client to come back after Retry-After, which it does (up to
 UPLOAD_ATTEMPTS times), and each is counted apart as a REFUSED entry. The API's requests
 are the entries of the other types (the README's count sums them). Locust exits 1 when
-any request or job failed, so a script can gate on it.
-
-Locust imports this file with bench/ first on sys.path, where bench/corpus.py hides the
-`corpus` package: docq's modules are imported once the test starts, not at the top. Like
-the rest of bench/, this file is not part of docq.
+any request or job failed, so a script can gate on it. Like the rest of bench/, this file is
+not part of docq.
 """
 
 from __future__ import annotations
@@ -39,6 +36,11 @@ from locust import HttpUser, between, events, task
 from locust.env import Environment
 from locust.stats import CSV_STATS_INTERVAL_SEC
 
+from corpus.doc_type import generate
+from docq.config import get_settings
+from docq.store import connection
+from docq.store.tenants import Tenants
+
 TENANTS = ("load-a", "load-b")
 SMALL_JOB = 8  # documents: at most DOCQ_SMALL_JOB_MAX_DOCUMENTS, so the small-job lane
 BULK_JOB = 50  # documents: the tenant's bulk lane
@@ -51,19 +53,13 @@ _made: list[str] = []  # ids of the keys made, revoked at the end
 _turn = itertools.count()
 
 
-def _tenants() -> Any:
-    from docq.config import get_settings
-    from docq.store import connection
-    from docq.store.tenants import Tenants
-
+def _tenants() -> Tenants:
     s = get_settings()
     return Tenants(connection.connect(s.redis_url), secret=s.api_key_secret)
 
 
 @events.test_start.add_listener
 def _start(environment: Environment, **_: Any) -> None:
-    from corpus.doc_type import generate
-
     CORPUS.extend({"id": d.id, "text": d.text} for d in generate(500, seed=4321))
     tenants = _tenants()
     for tenant in TENANTS:

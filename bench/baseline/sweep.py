@@ -134,24 +134,22 @@ def end_leftovers(pids: set[int]) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-def run_baseline_config(
-    config: BaselineConfig, docs: Sequence[LabelledDocument], workdir: Path
-) -> dict[str, Any]:
-    with sweep_point(config, docs, workdir) as (point, _, _):
-        return point
-
-
 def run_baseline(
     docs: Sequence[LabelledDocument], cores: int, workers: Sequence[int], workdir: Path
 ) -> dict[str, Any]:
     """The tuned old architecture on the CPU: the sweep over `workers` on the first
     SWEEP_DOCUMENTS documents, then its best configuration on every document."""
+
+    def run(config: BaselineConfig, part: Sequence[LabelledDocument]) -> dict[str, Any]:
+        with sweep_point(config, part, workdir) as (point, _, _):
+            return point
+
     configs = baseline_configs(cores, workers, CLIENTS_PER_WORKER)
     n = min(SWEEP_DOCUMENTS, len(docs))
     sweep = []
     for config in configs:
         console.print(f"    sweep: {config} on {n} documents")
-        sweep.append(run_baseline_config(config, docs[:n], workdir))
+        sweep.append(run(config, docs[:n]))
         console.print(f"      {sweep[-1]['docs_per_s']} documents/s")
     best = max(sweep, key=lambda r: r["docs_per_s"])
     if n == len(docs):
@@ -159,7 +157,7 @@ def run_baseline(
     else:
         chosen = next(c for c in configs if c.workers == best["workers"])
         console.print(f"    best {chosen}: every document")
-        full = run_baseline_config(chosen, docs, workdir)
+        full = run(chosen, docs)
     return full | {"sweep": sweep, "sweep_documents": n}
 
 

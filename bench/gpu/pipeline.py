@@ -6,7 +6,7 @@ It starts what `make up` starts, on free ports (bench.stack), serving a RoBERTa-
 1. docq: one upload of `--docs` documents of the bench's corpus, timed to `succeeded`, with
    3-document jobs meanwhile; docs/s, windows/s, GPU utilisation, CPU per tier;
 2. the ceiling: Triton alone on the same windows, as the CPU bench measures it
-   (`pipeline_efficiency`); `--skip ceiling` leaves it out;
+   (`pipeline_efficiency`);
 3. one client uploading the `--long-documents` longest documents in one request;
 4. the old architecture in FP16 and FP32 (bench.baseline.sweep), each swept over its worker
    counts on `--baseline-documents` documents spread over the corpus, and the same long
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline.sweep import run_baseline_gpu, sample
-from bench.corpus import generate_parallel, longest, window_counts
 from bench.docq_jobs import run_docq, run_triton_alone, upload_long
+from bench.documents import generate_parallel, longest, window_counts
 from bench.gpu.measure import Budget, GpuSampler, gpu_name, stats_delta, tiers, triton_stats
 from bench.gpu.model import MODEL, Variant, build_model
 from bench.gpu.report import tree_note
@@ -69,7 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--baseline-workers-fp16", type=ints, default=fp16, help="old architecture, FP16"
     )
     ap.add_argument("--baseline-documents", type=int, default=docs, help="old architecture")
-    ap.add_argument("--skip", action="append", default=[], choices=["baseline", "ceiling"])
+    ap.add_argument("--skip", action="append", default=[], choices=["baseline"])
     ap.add_argument("--budget-s", type=float, default=540, help="stop starting phases after")
     return ap.parse_args(argv)
 
@@ -189,9 +189,7 @@ def main(argv: list[str] | None = None) -> None:
                 console.print(f"Triton alone: {out['docs_per_s']} docs/s")
                 return out
 
-            if "ceiling" not in args.skip and budget.allows(
-                30 + 1.5 * r["docq"].get("elapsed_s", 30), "ceiling"
-            ):
+            if budget.allows(30 + 1.5 * r["docq"].get("elapsed_s", 30), "ceiling"):
                 r["ceiling"] = phase("ceiling", ceiling, timeout=180) or {}
                 r["padding"] = r["ceiling"].get("padding", {})
             r["long_upload"] = {}

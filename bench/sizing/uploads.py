@@ -3,9 +3,9 @@ as `make up` runs it (redis-server, tritonserver for the model catalogue, the AP
 own process, a directory blob store) with no extract worker, so every file stays queued.
 
 1. Redis bytes per queued scanned page: `--scans` scans (the committed samples' PNG, JPEG
-   and TIFF pages, in turn) in multipart uploads of 50; Redis' key bytes, `used_memory` and
-   key count before and after, per page, beside the pages' own bytes (what Redis held per
-   page before the blob store: the file's bytes, in keys.file).
+   and TIFF pages, in turn) in multipart uploads of 50; Redis' key bytes and key count
+   before and after, per page, beside the pages' own bytes (what Redis held per page before
+   the blob store: the file's bytes, in keys.file).
 2. The API's peak RSS (VmHWM of its process) during one multipart upload of `--sizes-mb`
    of PDFs (4 MB each: a one-page PDF with a scan of incompressible noise; the same bytes
    under every name), each size on a fresh API process, the body streamed by the client
@@ -31,7 +31,7 @@ from PIL import Image
 
 from bench.docq_jobs import post_files
 from bench.procs import listener
-from bench.sizing import Rows, key_bytes, used_memory
+from bench.sizing import Rows, key_bytes
 from bench.stack import Stack
 from devstack.services import api_server
 from docq.config import REPO_ROOT
@@ -41,12 +41,6 @@ SCANS = [("scan-delivery-note-1.png", "image/png"), ("scan-receipt-1.jpg", "imag
 SCANS.append(("scan-invoice-2.tiff", "image/tiff"))
 MB = 1024 * 1024
 BATCH = 50  # scans an upload
-SHOWN = (  # the table's rows of the scans, and their figures
-    ("Redis bytes per queued scanned page (keys)", "key_bytes_per_page"),
-    ("  used_memory added per page", "used_memory_per_page"),
-    ("  used_memory per page after the first upload", "used_memory_per_page_after_first_upload"),
-    ("  (the page's own bytes, mean)", "page_bytes_mean"),
-)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,30 +68,22 @@ def rss_kib(pid: int) -> dict[str, int]:
 
 
 def per_page(st: Stack, n: int) -> dict[str, Any]:
-    """Three views of what a queued page costs Redis: the bytes of the keys the uploads
-    added (MEMORY USAGE), `used_memory` added over all uploads (with what does not grow with
-    pages: client buffers, the keyspace's hash tables), and its slope after the first
-    upload (the cost of one more page)."""
+    """What a queued page costs Redis: the bytes of the keys the uploads added (MEMORY
+    USAGE), and how many keys."""
     r = redis.Redis.from_url(st.settings.redis_url)
     scans = [((SAMPLES / name).read_bytes(), ctype) for name, ctype in SCANS]
-    before, keys_before, kbytes_before = used_memory(r), r.dbsize(), key_bytes(r)
-    page_bytes, after_first = 0, 0
+    keys_before, kbytes_before = r.dbsize(), key_bytes(r)
+    page_bytes = 0
     with httpx.Client(base_url=st.url, headers=st.headers, timeout=3600) as http:
         for start in range(0, n, BATCH):
             ids = range(start, min(n, start + BATCH))
             batch = [(f"p{i}.{SCANS[i % 3][0].rsplit('.', 1)[1]}", *scans[i % 3]) for i in ids]
             page_bytes += sum(len(data) for _, data, _ in batch)
             post_files(http, batch)[0].raise_for_status()
-            if start == 0:
-                after_first = used_memory(r)
-    after = used_memory(r)
     return {
         "pages": n,
         "uploads": -(-n // BATCH),
         "key_bytes_per_page": (key_bytes(r) - kbytes_before) / n,
-        "redis_used_memory_added": after - before,
-        "used_memory_per_page": (after - before) / n,
-        "used_memory_per_page_after_first_upload": (after - after_first) / max(1, n - BATCH),
         "redis_keys_added": r.dbsize() - keys_before,
         "page_bytes_mean": page_bytes / n,
     }
@@ -139,9 +125,12 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
         with Stack(REPO_ROOT / "model_repository", work, 64, bulk_workers=0, ready_s=300) as st:
             scans = per_page(st, args.scans)
             uploads = [peak_rss(st, work, size) for size in sizes]
-    rows = [(name, f"{scans[key]:.0f} B") for name, key in SHOWN]
     keys_per_page = scans["redis_keys_added"] / scans["pages"]
-    rows.append(("  Redis keys added per page", f"{keys_per_page:.2f}"))
+    rows = [
+        ("Redis bytes per queued scanned page (keys)", f"{scans['key_bytes_per_page']:.0f} B"),
+        ("  (the page's own bytes, mean)", f"{scans['page_bytes_mean']:.0f} B"),
+        ("  Redis keys added per page", f"{keys_per_page:.2f}"),
+    ]
     for u in uploads:
         what = f"API peak RSS, one {u['upload_mb']} MB upload ({u['files']} PDFs, {u['seconds']} s)"
         rows.append((what, f"{u['peak_rss_mib']} MiB (before: {u['rss_before_upload_mib']} MiB)"))

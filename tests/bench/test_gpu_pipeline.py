@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench import corpus, docq_jobs, report
+from bench import docq_jobs, documents, report
 from bench.gpu import measure, pipeline
 from corpus.doc_type import generate
 from docq.config import REPO_ROOT
@@ -15,17 +15,17 @@ DEMO_TOKENIZER = REPO_ROOT / "model_repository" / "doc-type" / "tokenizer"
 
 
 def test_the_parallel_corpus_is_the_bench_corpus() -> None:
-    assert corpus.generate_parallel(240, 5, processes=2) == generate(240, 5)
-    assert corpus.generate_parallel(20, 5, processes=1) == generate(20, 5)
+    assert documents.generate_parallel(240, 5, processes=2) == generate(240, 5)
+    assert documents.generate_parallel(20, 5, processes=1) == generate(20, 5)
     with pytest.raises(ValueError):
-        corpus.generate_parallel(-1, 5, processes=2)
+        documents.generate_parallel(-1, 5, processes=2)
 
 
 def test_window_counts_and_the_longest_documents() -> None:
     docs = generate(40, 3)
-    counts = corpus.window_counts(docs, DEMO_TOKENIZER)
+    counts = documents.window_counts(docs, DEMO_TOKENIZER)
     assert len(counts) == 40 and min(counts) >= 1
-    top = corpus.longest(docs, counts, 5)
+    top = documents.longest(docs, counts, 5)
     assert len(top) == 5 and top == sorted(top)
     assert min(counts[i] for i in top) >= max(c for i, c in enumerate(counts) if i not in top)
 
@@ -90,5 +90,6 @@ def test_stats_delta_is_what_triton_did_in_between() -> None:
 
 
 def test_the_corpus_is_the_same_for_a_seed_and_another_for_another() -> None:
-    assert corpus.generate_parallel(250, 11, processes=2) == corpus.generate_parallel(250, 11, 1)
-    assert corpus.generate_parallel(50, 11, 1) != corpus.generate_parallel(50, 12, 1)
+    written = documents.generate_parallel
+    assert written(250, 11, processes=2) == written(250, 11, 1)
+    assert written(50, 11, 1) != written(50, 12, 1)

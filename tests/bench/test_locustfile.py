@@ -22,6 +22,6 @@ def run(code: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def test_locust_loads_the_locustfile_beside_bench_corpus() -> None:
-    # Locust puts bench/ first on sys.path, where bench/corpus.py hides the corpus package.
+def test_locust_loads_the_locustfile() -> None:
+    # Locust puts bench/ first on sys.path: no bench/ module may hide a package it imports.
     assert run(LOAD) == "['Client']"

@@ -15,7 +15,7 @@ import httpx
 import numpy as np
 import pytest
 
-from bench import corpus, docq_jobs, pipeline, procs, report
+from bench import docq_jobs, documents, pipeline, procs, report
 from bench.baseline import sweep
 from bench.procs import listener
 from corpus.doc_type import generate
@@ -42,7 +42,7 @@ def _window(doc: int, length: int) -> Window:
 
 @pytest.fixture(scope="module")
 def windows() -> list[Window]:
-    return corpus.windows_of(generate(120, 7), SPEC)
+    return documents.windows_of(generate(120, 7), SPEC)
 
 
 def test_baseline_threads_times_workers_is_the_cores() -> None:
@@ -110,8 +110,8 @@ def test_the_ceiling_never_pads_more_than_packing_per_shard(windows: list[Window
 def test_baseline_pads_each_document_to_its_own_longest_window() -> None:
     ws = [_window(0, 512), _window(0, 100), _window(1, 50)]
     # doc 0: 2 x 512 computed for 612 real; doc 1: 50 for 50. Never 3 x 512.
-    assert corpus.baseline_padding(ws) == pytest.approx(662 / 1074)
-    padding = corpus.padding_report(ws, pack(ws, 8))
+    assert documents.baseline_padding(ws) == pytest.approx(662 / 1074)
+    padding = documents.padding_report(ws, pack(ws, 8))
     assert padding["pad_to_512_efficiency"] == round(662 / 1536, 4)
     assert padding["baseline_padding_efficiency"] > padding["pad_to_512_efficiency"]
 
@@ -192,6 +192,6 @@ def test_the_baseline_classifies_every_document(baseline_url: str) -> None:
 
 
 def test_the_ceiling_reads_the_limits_the_workers_read() -> None:
-    spec = corpus.repository_spec(REPO / "model_repository", "doc-type")
+    spec = documents.repository_spec(REPO / "model_repository", "doc-type")
     assert (spec.max_batch_size, spec.max_seq_len, spec.stride) == (8, 512, 64)
     assert spec.budget == 8 * 512 and spec.tokenizer_dir == SPEC.tokenizer_dir
