@@ -67,9 +67,9 @@ def test_modules_of_every_room_stay_short(room: str) -> None:
 # file git tracks outside tests/ (the product, devstack, client, corpus, conversion, serving
 # and bench itself; generated and ignored files, .venv included, do not), by its lines.
 # The target is 15%; BENCH_SHARE is where the tree stands, lowered as bench/ shrinks so the
-# share cannot creep back (2026-12-06: 18.1%, 6,097 of 33,598 lines, from 24.2%; room for
-# about 100 lines of bench/).
-BENCH_SHARE = 0.185
+# share cannot creep back (2026-12-06: 15.15%, 4,990 of 32,932 lines, from 24.2%; room for
+# about 15 lines of bench/).
+BENCH_SHARE = 0.152
 
 
 def non_test_python_lines() -> dict[str, int]:
