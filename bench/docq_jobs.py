@@ -16,6 +16,8 @@ import httpx
 from bench.documents import padding_report, windows_of
 from bench.procs import CpuMeter, percentile, worker_batches
 from bench.stack import Stack
+from client.errors import ClientError
+from client.sdk import DocqClient
 from corpus.doc_type import LabelledDocument
 from docq.catalog import ModelCatalog
 from docq.models import ModelSpec
@@ -24,20 +26,6 @@ from docq.text.windowing import Window
 from workers.inference import TritonInference
 
 JSON = {"content-type": "application/json"}  # a body encoded once, sent as it is
-
-
-def wait_job(
-    http: httpx.Client, job_id: str, poll: float, timeout_s: float | None = None
-) -> dict[str, Any]:
-    """The job once final, polled every `poll` seconds (TimeoutError after `timeout_s`)."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while True:
-        job = http.get(f"/v1/jobs/{job_id}").json()
-        if job["status"] in ("succeeded", "failed", "cancelled"):
-            return job
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"job {job_id} not final after {timeout_s} s")
-        time.sleep(poll)
 
 
 def submit(http: httpx.Client, docs: Sequence[LabelledDocument]) -> tuple[str, float]:
@@ -57,16 +45,6 @@ def post_files(
     return resp, (time.perf_counter() - t) * 1000
 
 
-def all_results(http: httpx.Client, job_id: str) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    cursor: str | None = "0"
-    while cursor is not None:
-        page = http.get(f"/v1/jobs/{job_id}/results", params={"limit": 1000, "cursor": cursor})
-        out += page.json()["data"]
-        cursor = page.json()["next_cursor"]
-    return out
-
-
 def run_docq(
     stack: Stack, docs: Sequence[LabelledDocument], small: Sequence[LabelledDocument] = ()
 ) -> dict[str, Any]:
@@ -74,16 +52,17 @@ def run_docq(
     `small`, 3-document jobs of them meanwhile, from the workers' first batch (SmallJobs)."""
     probe = SmallJobs(stack, small, SMALL_DURING_BULK_S, ready=started(stack)) if small else None
     http = httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120)
+    sdk = DocqClient(stack.url, http=http)  # following and reading as an application does
     before = worker_batches(stack.bulk_ports)
     meter = stack.meter()
     meter.start()
     t0 = time.monotonic()
     job_id, accept_ms = submit(http, docs)
-    job = wait_job(http, job_id, 0.25)
+    job = sdk.wait(job_id, poll_s=0.25)
     elapsed = time.monotonic() - t0
     after = worker_batches(stack.bulk_ports)
     sent = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
-    results = sum(1 for r in all_results(http, job_id) if "label" in r)
+    results = sum(1 for r in sdk.results(job_id) if "label" in r)
     small_jobs = (
         {"small_jobs": small_job_stats(probe.stop(), t0, time.monotonic())} if probe else {}
     )
@@ -113,7 +92,7 @@ def upload_long(stack: Stack, docs: Sequence[LabelledDocument]) -> dict[str, Any
     with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=120) as http:
         t = time.monotonic()
         job_id, accept_ms = submit(http, docs)
-        job = wait_job(http, job_id, 0.1)
+        job = DocqClient(stack.url, http=http).wait(job_id, poll_s=0.1)
         done = time.monotonic() - t
     return {
         "documents": len(docs),
@@ -194,15 +173,15 @@ class SmallJobs:
             time.sleep(0.1)
         stack = self.stack
         with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=60) as http:
-            i = 0
+            sdk, i = DocqClient(stack.url, http=http), 0
             while self._running.is_set():
                 batch = [self.docs[(i + k) % len(self.docs)] for k in range(3)]
                 i += 3
                 t = time.monotonic()
                 try:
                     job_id, _ = submit(http, batch)
-                    status = wait_job(http, job_id, 0.02)["status"]
-                except httpx.HTTPError as exc:
+                    status = sdk.wait(job_id, poll_s=0.02)["status"]
+                except (httpx.HTTPError, ClientError) as exc:
                     status = f"error: {exc!r}"
                 self.samples.append((t, time.monotonic(), status))
                 time.sleep(self.every)

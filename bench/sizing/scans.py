@@ -25,9 +25,10 @@ from typing import Any
 
 import httpx
 
-from bench.docq_jobs import all_results, post_files, wait_job
+from bench.docq_jobs import post_files
 from bench.sizing import Rows
 from bench.stack import Stack
+from client.sdk import DocqClient
 from corpus.render.files import scan_form
 from corpus.render.files import scans as render_scans
 from docq.config import REPO_ROOT
@@ -105,18 +106,19 @@ def run(args: argparse.Namespace, head: dict[str, Any]) -> tuple[str, Rows, dict
             Stack(REPO_ROOT / "model_repository", work, 64, extract=True, ready_s=300) as st,
             httpx.Client(base_url=st.url, headers=st.headers, timeout=300) as http,
         ):
+            sdk = DocqClient(st.url, http=http)
             warm = names[: max(1, st.settings.extract_processes)]
             warm_id = upload(http, folder, warm, prefix="warm-")
-            wait_job(http, warm_id, 0.5, timeout_s=600)
-            if not any("label" in x for x in all_results(http, warm_id)):
+            sdk.wait(warm_id, poll_s=0.5, timeout_s=600)
+            if not any("label" in x for x in sdk.results(warm_id)):
                 raise RuntimeError("no warm-up scan was read: is Tesseract's data there?")
             meter = st.meter()
             meter.start()
             t0 = time.monotonic()
             job_id = upload(http, folder, names)
-            job = wait_job(http, job_id, 1.0, timeout_s=7200)
+            job = sdk.wait(job_id, poll_s=1.0, timeout_s=7200)
             wall_s = time.monotonic() - t0
-            out = figures(all_results(http, job_id), wall_s, meter.stop())
+            out = figures(list(sdk.results(job_id)), wall_s, meter.stop())
             reading = ("extract_processes", "read_files_at_once", "extract_ocr_threads")
             out["reading"] = {name: getattr(st.settings, name) for name in reading}
     out |= {"status": job["status"], "loadavg_1m_after": os.getloadavg()[0]}
