@@ -67,8 +67,8 @@ def test_modules_of_every_room_stay_short(room: str) -> None:
 # file git tracks outside tests/ (the product, devstack, client, corpus, conversion, serving
 # and bench itself; generated and ignored files, .venv included, do not), by its lines.
 # The target is 15%; BENCH_SHARE is where the tree stands, lowered as bench/ shrinks so the
-# share cannot creep back (2026-12-06: 15.15%, 4,990 of 32,932 lines, from 24.2%; room for
-# about 15 lines of bench/).
+# share cannot creep back (2026-12-06: 15.10%, 4,971 of 32,913 lines, from 24.2%; room for
+# about 30 lines of bench/).
 BENCH_SHARE = 0.152
 
 
