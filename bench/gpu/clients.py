@@ -21,7 +21,7 @@ from bench.gpu.model import LABELS, VOCAB
 Shape = tuple[int, int, float]  # rows, tokens, the last row's share of real tokens
 
 # (7, 512, 0.6) is real traffic, a document's windows with its short last one (key "7x512p");
-# every other row is full. (1, 256) left on 2026-12-06: no figure read it.
+# every other row is full.
 SHAPES: list[Shape] = [(1, 512, 1.0), (2, 512, 1.0), (7, 512, 1.0), (7, 512, 0.6)]
 
 
