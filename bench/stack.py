@@ -12,27 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.procs import CpuMeter, listener, tree
+from devstack import services
+from devstack.credentials import tenant_headers
 from devstack.services import api_server, celery_worker, free_port, redis_server, triton_server
 from devstack.stack import EXTRACT_THREADS, SHARD_THREADS, TRITON_NICE, WORKER_NICE
 from docq.config import Settings
-from docq.store import connection
-from docq.store.tenants import Tenants
-
-
-def tenant_headers(settings: Settings) -> dict[str, str]:
-    """The bench is one tenant with a key of its own, as a client application would be."""
-    tenants = Tenants(connection.connect(settings.redis_url), secret=settings.api_key_secret)
-    return {"Authorization": f"Bearer {tenants.create_key('bench')[1]}"}
-
-
-def settings_env(settings: Settings) -> dict[str, str]:
-    """This process's environment with `settings` as the DOCQ_* variables the API and the
-    workers read."""
-    env = dict(os.environ)
-    for name, value in settings.model_dump().items():
-        if value is not None:
-            env[f"DOCQ_{name.upper()}"] = str(value)
-    return env
 
 
 class Stack:
@@ -97,8 +81,8 @@ class Stack:
             shard_size=self.shard_size,
             **fields,
         )
-        self.headers = tenant_headers(self.settings)
-        self.env = settings_env(self.settings)
+        self.headers = tenant_headers(self.settings, "bench")  # a tenant of its own
+        self.env = services.settings_env(self.settings)
         (self.priority,) = self._workers("cpu-priority", ["priority"], SHARD_THREADS)
         self.url = self._stack.enter_context(api_server(self.env, self.workdir / "api.log"))
         self.api_pid = listener(int(self.url.rsplit(":", 1)[1]))

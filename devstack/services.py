@@ -15,7 +15,18 @@ from typing import Any
 
 from devstack import stack
 from devstack.stack import REPO
+from docq.config import Settings
 from docq.model_control import ModelState, statuses
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """This process's environment with `settings` as the DOCQ_* variables that the API, the
+    workers and Triton's model read: what a started process needs to see the same settings."""
+    env = dict(os.environ)
+    for name, value in settings.model_dump().items():
+        if value is not None:
+            env[f"DOCQ_{name.upper()}"] = str(value)
+    return env
 
 
 def free_port() -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,11 +9,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from devstack.services import REPO, celery_worker, redis_server, triton_server
+from devstack import credentials
+from devstack.services import REPO, celery_worker, redis_server, settings_env, triton_server
 from docq.blobs import DirectoryStore
 from docq.config import Settings
-from docq.store import JobStore, connection
-from docq.store.tenants import Tenants
+from docq.store import JobStore
 
 pytest_plugins = ["tests.tiers", "tests.failure_logs"]  # tier markers; failed tests show logs
 
@@ -64,15 +63,6 @@ def settings(redis_url: str, triton_url: str, service_dir: Path) -> Settings:
     )
 
 
-def settings_env(settings: Settings) -> dict[str, str]:
-    """The environment a subprocess needs to see the same settings."""
-    env = dict(os.environ)
-    for name, value in settings.model_dump().items():
-        if value is not None:
-            env[f"DOCQ_{name.upper()}"] = str(value)
-    return env
-
-
 @pytest.fixture(scope="session")
 def worker(settings: Settings, service_dir: Path) -> Iterator[object]:
     """A worker on both classification queues (bulk and small-job lane)."""
@@ -110,10 +100,8 @@ def webhooks_worker(settings: Settings, service_dir: Path) -> Iterator[object]:
 
 
 def tenant_headers(settings: Settings, tenant: str = TENANT) -> dict[str, str]:
-    """`Authorization` with a new key of `tenant`, made in the Redis of `settings`."""
-    tenants = Tenants(connection.connect(settings.redis_url), secret=settings.api_key_secret)
-    _, key = tenants.create_key(tenant)
-    return {"Authorization": f"Bearer {key}"}
+    """`Authorization` with a new key of `tenant` (TENANT unless named)."""
+    return credentials.tenant_headers(settings, tenant)
 
 
 @pytest.fixture(scope="session")

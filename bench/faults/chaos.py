@@ -22,10 +22,9 @@ import redis
 
 from bench.faults.check import check
 from bench.faults.client import SECRET, Client, VerifyingReceiver, corpus, fault_free_labels
-from bench.stack import settings_env
 from devstack import stack
 from devstack.fleet.hosts import FAST_RECOVERY
-from devstack.services import free_port, stop, wait_for
+from devstack.services import free_port, settings_env, stop, wait_for
 from devstack.stack import REPO, SHARD_THREADS
 from devstack.supervisor import Supervisor, triton_ready
 from docq.config import Settings
