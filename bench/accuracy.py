@@ -85,14 +85,14 @@ def read_all(chosen: list[Item], forms: tuple[str, ...], processes: int) -> dict
 
 def classifier(repository: Path, model: str, threads: int = 2) -> tuple[Any, list[str]]:
     """(classify(texts) -> labels, labels) for the published model, as the workers run it."""
-    from bench.documents import repository_spec
+    from conversion import pbtxt
     from conversion.evaluate import classify
     from conversion.runners import onnx_runner
     from docq.text.aggregation import Aggregation
     from docq.text.tokenizing import load_tokenizer, window_spec
     from docq.text.tokens import windows_of
 
-    spec = repository_spec(repository, model)
+    spec = pbtxt.served_spec(pbtxt.read(repository / model / "config.pbtxt"), repository)
     tokenizer = load_tokenizer(spec.tokenizer_dir)
     windowing = window_spec(tokenizer, spec.max_seq_len, spec.stride)
     run = onnx_runner(repository / model / "1" / "model.onnx", threads)

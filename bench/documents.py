@@ -37,17 +37,6 @@ def baseline_padding(windows: Sequence[Window]) -> float:
     return sum(w.length for w in windows) / computed
 
 
-def repository_spec(repository: Path, model: str) -> ModelSpec:
-    """The model as the workers will see it, read from its config.pbtxt (no Triton needed)."""
-    from google.protobuf import json_format
-
-    from conversion import pbtxt
-
-    config = pbtxt.read(repository / model / "config.pbtxt")
-    as_json = json_format.MessageToDict(config, preserving_proto_field_name=True)
-    return ModelSpec.from_triton_config(as_json, repository)
-
-
 def padding_report(windows: Sequence[Window], ceiling: Sequence[Batch]) -> dict[str, Any]:
     real = sum(w.length for w in windows)
     computed = sum(b.computed_tokens for b in ceiling)

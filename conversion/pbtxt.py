@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2 as mc
+
+from docq.models import ModelSpec
 
 # How each runtime is served: (backend, platform) - exactly one of the two is set.
 RUNTIMES: dict[str, tuple[str, str]] = {
@@ -144,3 +146,10 @@ def write(config: mc.ModelConfig, path: Path) -> None:
 def read(path: Path) -> mc.ModelConfig:
     """Parse a config.pbtxt back into a ModelConfig."""
     return text_format.Parse(path.read_text(encoding="utf-8"), mc.ModelConfig())
+
+
+def served_spec(config: mc.ModelConfig, repository: Path) -> ModelSpec:
+    """The workers' ModelSpec of `config` once `repository` serves it (they read the config
+    from Triton as protobuf JSON): the limits they pack by, without a Triton."""
+    as_json = json_format.MessageToDict(config, preserving_proto_field_name=True)
+    return ModelSpec.from_triton_config(as_json, repository)

@@ -18,6 +18,7 @@ import pytest
 from bench import docq_jobs, documents, pipeline, procs, report
 from bench.baseline import sweep
 from bench.procs import listener
+from conversion import pbtxt
 from corpus.doc_type import generate
 from docq.models import ModelSpec
 from docq.text.packing import pack
@@ -192,6 +193,7 @@ def test_the_baseline_classifies_every_document(baseline_url: str) -> None:
 
 
 def test_the_ceiling_reads_the_limits_the_workers_read() -> None:
-    spec = documents.repository_spec(REPO / "model_repository", "doc-type")
+    repository = REPO / "model_repository"
+    spec = pbtxt.served_spec(pbtxt.read(repository / "doc-type" / "config.pbtxt"), repository)
     assert (spec.max_batch_size, spec.max_seq_len, spec.stride) == (8, 512, 64)
     assert spec.budget == 8 * 512 and spec.tokenizer_dir == SPEC.tokenizer_dir

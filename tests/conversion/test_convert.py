@@ -10,7 +10,6 @@ import onnx
 import openvino as ov
 import pytest
 import torch
-from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2 as mc
 from typer.testing import CliRunner
 
@@ -18,7 +17,6 @@ from client.cli import app
 from conversion import convert, export, parity, pbtxt
 from conversion.checkpoint import load_checkpoint
 from corpus.doc_type import LABELS
-from docq.models import ModelSpec
 from docq.text.tokens import TOKENIZER_FILES
 
 pytestmark = pytest.mark.build  # every test here exports or converts a model (tests/tiers.py)
@@ -99,8 +97,7 @@ def test_torch_gpu_flat_budgets_real_tokens_and_the_workers_read_it(tmp_path: Pa
     # the workers' spec, from the config as Triton returns it (protobuf JSON)
     (tmp_path / "g").mkdir()
     (tmp_path / "g" / "labels.txt").write_text("a\nb\nc\n")
-    as_json = json_format.MessageToDict(config, preserving_proto_field_name=True)
-    spec = ModelSpec.from_triton_config(as_json, tmp_path)
+    spec = pbtxt.served_spec(config, tmp_path)
     assert (spec.ragged, spec.budget, spec.max_batch_size) == (True, 4096, 64)
     for padded in (convert.Target("c", "onnx-cpu"), convert.Target("h", "torch-gpu", engine="hf")):
         config = pbtxt.build(padded.classifier_config(3))
