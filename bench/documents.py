@@ -10,11 +10,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from corpus.doc_type import LABELS as CORPUS_LABELS
 from corpus.doc_type import LabelledDocument, document
 from docq.models import ModelSpec
+from docq.text import tokens
 from docq.text.packing import Batch, pad
 from docq.text.tokenizing import load_tokenizer, tokenize, window_spec
 from docq.text.windowing import Window, split_all
@@ -75,8 +74,8 @@ def generate_parallel(n: int, seed: int, processes: int) -> list[LabelledDocumen
 def window_counts(docs: Sequence[LabelledDocument], tokenizer_dir: Path) -> list[int]:
     """Windows of each document as the workers cut them (512 tokens, stride 64)."""
     tok = load_tokenizer(tokenizer_dir)
-    windows = split_all(tokenize(tok, [d.text for d in docs]), window_spec(tok, 512, 64))
-    return [int(n) for n in np.bincount([w.doc for w in windows], minlength=len(docs))]
+    texts, spec = [d.text for d in docs], window_spec(tok, 512, 64)
+    return [len(ws) for ws in tokens.windows_of(tok, texts, spec)]
 
 
 def longest(docs: Sequence[LabelledDocument], counts: Sequence[int], n: int) -> list[int]:

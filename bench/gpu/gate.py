@@ -23,6 +23,8 @@ import numpy as np
 
 N, SEED = 10000, 4004  # the documents each model is gated on: conversion.parity.synthetic's
 REFERENCE_BATCH = 128  # windows per reference call (FP32 on the GPU: fast, same logits)
+# what a gate's row keeps of its conversion.parity report
+SHOWN = ("passed", "agreement", "accuracy_diff_pt", "max_abs_logit_diff", "documents", "windows")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -99,17 +101,8 @@ def gate_model(
                 source=f"synthetic {name} corpus, seed {SEED}",
             )
             report.write(run.out / f"{served}-{run.n}-b{text}")
-            row = {
-                "variant": variant,
-                "batch": text,
-                "passed": report.passed,
-                "agreement": report.agreement,
-                "accuracy_diff_pt": report.accuracy_diff_pt,
-                "max_abs_logit_diff": report.max_abs_logit_diff,
-                "documents": report.documents,
-                "windows": report.windows,
-                "seconds": round(time.perf_counter() - t, 1),
-            }
+            row = {"variant": variant, "batch": text} | {k: getattr(report, k) for k in SHOWN}
+            row["seconds"] = round(time.perf_counter() - t, 1)
             out["runs"].append(row)
             save()
             print(f"{'PASS' if report.passed else 'FAIL'} {name} {row}", flush=True)
