@@ -31,6 +31,8 @@ import redis
 
 from bench.sizing import Rows, used_memory
 from bench.stack import Stack
+from client.manifests import submit_manifest
+from client.sdk import DocqClient
 from docq import keys
 from docq.config import REPO_ROOT
 from docq.config.manifests import LOCAL_OBJECTS
@@ -76,15 +78,15 @@ def held(r: redis.Redis, job_id: str, documents: int, answered: int) -> dict[str
     return got
 
 
-def sample(r: redis.Redis, client: httpx.Client, job_id: str, seconds: float) -> dict[str, Any]:
+def sample(r: redis.Redis, client: DocqClient, job_id: str, seconds: float) -> dict[str, Any]:
     """`used_memory` each second for `seconds` while the workers run; its peak, and where
     the job got to."""
-    samples = []
+    samples: list[tuple[float, int, Any]] = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        job = client.get(f"/v1/jobs/{job_id}").json()
+        job = client.job(job_id)
         samples.append(
-            [round(seconds - (end - time.monotonic()), 1), used_memory(r), job["progress"]]
+            (round(seconds - (end - time.monotonic()), 1), used_memory(r), job["progress"])
         )
         time.sleep(1)
     return {"samples": samples, "peak_used_memory": max(s[1] for s in samples), "job": job}
@@ -94,27 +96,24 @@ def measure(st: Stack, batch: str, args: argparse.Namespace) -> dict[str, Any]:
     """The job's 202, its Redis, its first result and, with --run-seconds, its run."""
     r = redis.Redis.from_url(st.settings.redis_url)
     before = used_memory(r)
-    with httpx.Client(base_url=st.url, headers=st.headers, timeout=600) as client:
+    with httpx.Client(base_url=st.url, headers=st.headers, timeout=600) as http:
+        client = DocqClient(st.url, http=http)  # as an application submits and follows it
         started = time.monotonic()
-        body = {"model": "doc-type", "manifest": {"prefix": f"{batch}/"}}
-        resp = client.post("/v1/jobs", json=body)
+        job_id = submit_manifest(client, prefix=f"{batch}/", model="doc-type")["id"]
         accepted_s = time.monotonic() - started
-        resp.raise_for_status()
-        job_id = resp.json()["id"]
         after = used_memory(r)
         first_s = None
         while time.monotonic() - started < accepted_s + args.timeout_s:
-            page = client.get(f"/v1/jobs/{job_id}/results", params={"limit": 1}).json()
-            if page["data"]:
+            if next(client.results(job_id, page=1), None) is not None:
                 first_s = round(time.monotonic() - started - accepted_s, 2)
                 break
             time.sleep(0.2)
-        status = client.get(f"/v1/jobs/{job_id}").json()
+        status = client.job(job_id)
         running = sample(r, client, job_id, args.run_seconds) if args.run_seconds > 0 else None
         if running is not None:
             done = running["job"]["progress"]["documents_done"]
             running["held"] = held(r, job_id, args.objects * args.per_object, done)
-        client.delete(f"/v1/jobs/{job_id}")
+        client.cancel(job_id)
     return {
         "parts": status["parts"]["total"],
         "accepted_s": round(accepted_s, 3),
