@@ -4,8 +4,7 @@
 documents. Here the candidate is the real thing: each demo model laid out as docq lays out
 a `torch-gpu` model (FP16, CUDA graphs for small batches, eager beyond), served by a real
 tritonserver on the GPU and called over gRPC (`triton:HOST:PORT/MODEL`), against the FP32
-checkpoint on the same GPU (TF32 off). With `--cpu`, both models' CPU runtimes too (ONNX
-Runtime fused, OpenVINO FP32), built on that host by `docq convert` and run on its cores.
+checkpoint on the same GPU (TF32 off). With `--cpu`, each model's CPU runtime too (below).
 
 The checkpoints travel pruned (`conversion.prune`: only the embedding rows the documents
 use, the others NaN, so a document needing another row cannot pass unseen), doc-lang
@@ -105,17 +104,6 @@ class Run(argparse.Namespace):
     budget_s: float
 
 
-def validate(run: Run, checkpoint: Path, candidate: str, corpus: str, out: str) -> int:
-    cmd = [
-        sys.executable, "-m", "conversion.cli", "validate", str(checkpoint),
-        "--candidate", candidate, "--reference", run.reference, "--corpus", corpus,
-        "--n", str(run.n), "--seed", str(SEED), "--batch-size", str(run.batch_size),
-        "--out", str(run.out / out), "--threads", str(run.threads),
-    ]  # fmt: skip
-    print("+", " ".join(cmd), flush=True)
-    return subprocess.run(cmd).returncode
-
-
 def run_gpu(run: Run, work: Path) -> dict[str, int]:
     import torch
 
@@ -172,17 +160,22 @@ def run_cpu(run: Run, work: Path) -> dict[str, int]:
     for name in run.models:
         zeroed, reference = restore(name, work, fill="zero"), restore(name, work)
         workdir = work / f"convert-{name}"
-        cmd = [
-            sys.executable, "-m", "conversion.cli", "convert", str(zeroed), "--name", name,
-            "--runtime", "onnx-cpu", "--fuse", "--threads", str(run.threads),
-            "--workdir", str(workdir),
+        convert = [
+            "convert", str(zeroed), "--name", name, "--runtime", "onnx-cpu", "--fuse",
+            "--threads", str(run.threads), "--workdir", str(workdir),
         ]  # fmt: skip
-        print("+", " ".join(cmd), flush=True)
-        subprocess.run(cmd, check=True)
-        candidate = f"onnx:{workdir / name / 'version' / 'model.onnx'}"
-        codes[f"{name}-cpu"] = validate(
-            run, reference, candidate, name, f"{name}-{run.n}-cpu-fused"
-        )
+        validate = [
+            "validate", str(reference), "--reference", run.reference, "--corpus", name,
+            "--candidate", f"onnx:{workdir / name / 'version' / 'model.onnx'}",
+            "--n", str(run.n), "--seed", str(SEED), "--batch-size", str(run.batch_size),
+            "--threads", str(run.threads), "--out", str(run.out / f"{name}-{run.n}-cpu-fused"),
+        ]  # fmt: skip
+        for step in (convert, validate):
+            print("+ docq", " ".join(step), flush=True)
+            code = subprocess.run([sys.executable, "-m", "conversion.cli", *step]).returncode
+            if code:
+                break
+        codes[f"{name}-cpu"] = code
     return codes
 
 
