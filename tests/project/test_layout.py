@@ -66,10 +66,9 @@ def test_modules_of_every_room_stay_short(room: str) -> None:
 # Issue 39: bench/ holds the tools a user runs, not a lab notebook. What counts: every .py
 # file git tracks outside tests/ (the product, devstack, client, corpus, conversion, serving
 # and bench itself; generated and ignored files, .venv included, do not), by its lines.
-# The target is 15%; BENCH_SHARE is where the tree stands, lowered as bench/ shrinks so the
-# share cannot creep back (2026-12-06: 15.10%, 4,971 of 32,913 lines, from 24.2%; room for
-# about 30 lines of bench/).
-BENCH_SHARE = 0.152
+# The target is 15%, and BENCH_SHARE holds it (2026-12-06: 14.98%, 4,927 of 32,896 lines,
+# from 28%): a tool that grows bench/ past it pays for its lines elsewhere in bench/.
+BENCH_SHARE = 0.15
 
 
 def non_test_python_lines() -> dict[str, int]:
